@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import express, { type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { authHandlers } from './auth/auth.handlers.ts';
+import { AuthService } from './auth/auth.service.ts';
+import type { PasswordHasher } from './auth/password.ts';
+import type { TokenService } from './auth/tokens.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import { healthHandlers } from './health/health.handlers.ts';
+import { accessMiddleware, type AccessDeps } from './http/access.ts';
+import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
+import { contractDocsRouter } from './http/docs.ts';
+import { errorHandler, notFoundHandler } from './http/problem.ts';
+import { tenantHandlers } from './tenants/tenant.handlers.ts';
+import { TenantService } from './tenants/tenant.service.ts';
+
+export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface AppDeps {
+  config: Pick<Config, 'validateResponses'>;
+  logger: Logger;
+  database: Database;
+  tokens: TokenService;
+  passwords: PasswordHasher;
+}
+
+export interface AppOptions {
+  /** Replaces handlers by operationId (tests use it to make a handler misbehave on purpose). */
+  handlers?: Partial<Handlers>;
+  contract?: Contract;
+}
+
+export function createServices(deps: AppDeps) {
+  const tenants = new TenantService(deps.database);
+  const auth = new AuthService({ database: deps.database, passwords: deps.passwords, tokens: deps.tokens });
+  return { tenants, auth };
+}
+
+export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
+  const contract = options.contract ?? loadContract();
+  const services = createServices(deps);
+  const handlers: Handlers = {
+    ...healthHandlers(deps.database),
+    ...authHandlers(services.auth),
+    ...tenantHandlers(services.tenants),
+    ...options.handlers,
+  };
+  const access: AccessDeps = {
+    tokens: deps.tokens,
+    findActiveMembership: (tenantId, userId) => services.tenants.findActiveMembership(tenantId, userId),
+    // API keys arrive with the identity capability; until then no key is valid.
+    findApiKey: async () => undefined,
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestLogger(deps.logger));
+  app.use(contract.basePath, contractDocsRouter(contract));
+  app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
+  app.use(validatorWithAccess(contract, deps.config.validateResponses, accessMiddleware(access)));
+  const router = express.Router();
+  mountOperations(router, contract, handlers);
+  app.use(contract.basePath, router);
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+function requestLogger(logger: Logger): RequestHandler {
+  return pinoHttp({
+    logger,
+    genReqId: (req, res) => {
+      const given = req.headers['x-request-id'];
+      const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      res.setHeader('X-Request-Id', id);
+      return id;
+    },
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    // Credentials never reach the logs.
+    redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
+  }) as RequestHandler;
+}
+
+// express-openapi-validator's chain, with our access middleware in the place of its security step:
+// after the operation is matched, before the request is validated.
+function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler): RequestHandler[] {
+  const chain = OpenApiValidator.middleware({
+    apiSpec: structuredClone(contract.document) as never,
+    validateRequests: { allowUnknownQueryParameters: false },
+    validateResponses: validateResponses ? { removeAdditional: false } : false,
+    validateSecurity: false,
+    validateFormats: true,
+  }) as unknown as RequestHandler[];
+  const securityStep = chain.findIndex((mw) => mw.name === 'securityMiddleware');
+  if (securityStep === -1) throw new Error('express-openapi-validator no longer has a securityMiddleware step: revisit validatorWithAccess');
+  chain.splice(securityStep, 1, access);
+  return chain;
+}

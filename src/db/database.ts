@@ -1,0 +1,81 @@
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
+import pg from 'pg';
+import type { DB } from './schema.ts';
+import { PGlitePool } from './pglite-pool.ts';
+
+// The roles the migrations create (see the first migration); repeated here because migrations import
+// nothing from the app.
+const REQUEST_ROLE = 'chat_app';
+const SYSTEM_ROLE = 'chat_system';
+
+export type Tx = Transaction<DB>;
+
+export interface Database {
+  readonly kind: 'postgres' | 'pglite';
+  /** The connecting role: migrations and health checks only. Data work goes through withTenant or asSystem. */
+  readonly db: Kysely<DB>;
+  /** Runs fn in a transaction as the request role, which sees only this tenant's rows. */
+  withTenant<T>(tenantId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /** Runs fn in a transaction as the system role, for deliberate cross-tenant work (login by e-mail, ...). */
+  asSystem<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// int8 (counts, sizes) as numbers on both drivers: every value we keep in one fits in 2^53.
+const INT8_OID = 20;
+const parseInt8 = (value: string) => Number(value);
+
+export interface DatabaseOptions {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  poolMax: number;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const url = options.databaseUrl;
+  if (url && /^postgres(ql)?:/.test(url)) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolMax,
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
+    });
+    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }));
+  }
+  let dataDir: string | undefined;
+  if (url === 'pglite://memory') {
+    dataDir = undefined;
+  } else if (url?.startsWith('pglite://')) {
+    dataDir = resolve(url.slice('pglite://'.length));
+  } else {
+    dataDir = resolve(join(options.dataDir, 'pglite'));
+  }
+  if (dataDir) await mkdir(dataDir, { recursive: true });
+  const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
+  return wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }) }));
+}
+
+function wrap(kind: Database['kind'], db: Kysely<DB>): Database {
+  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>) =>
+    db.transaction().execute(async (trx) => {
+      // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
+      await sql`select set_config('role', ${role}, true), set_config('app.tenant_id', ${tenantId}, true)`.execute(trx);
+      return fn(trx);
+    });
+  return {
+    kind,
+    db,
+    withTenant: (tenantId, fn) => asRole(REQUEST_ROLE, tenantId, fn),
+    asSystem: (fn) => asRole(SYSTEM_ROLE, '', fn),
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}

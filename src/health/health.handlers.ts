@@ -1,0 +1,15 @@
+import type { Database } from '../db/database.ts';
+import type { Handlers } from '../http/contract.ts';
+import { AppError } from '../shared/errors.ts';
+
+export const healthHandlers = (database: Database): Pick<Handlers, 'getHealth' | 'getReady'> => ({
+  getHealth: async () => ({ status: 200, body: { status: 'ok' } }),
+  getReady: async () => {
+    try {
+      await database.ping();
+    } catch (err) {
+      throw new AppError('ERR_UNAVAILABLE', 'The database does not answer', { headers: { 'Retry-After': '5' }, cause: err });
+    }
+    return { status: 200, body: { status: 'ok', checks: { database: 'ok' } } };
+  },
+});

@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import type { Request, Response, Router } from 'express';
+import { parse } from 'yaml';
+import type { operations } from '../../generated/api.ts';
+import type { Principal } from './access.ts';
+
+export const CONTRACT_PATH = new URL('../../openapi/chat.yaml', import.meta.url);
+
+export type OperationId = keyof operations;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+type Method = (typeof METHODS)[number];
+
+export interface OperationInfo {
+  operationId: OperationId;
+  method: Method;
+  /** As written in the contract, relative to the server URL: /v1/tenants/{id} */
+  path: string;
+}
+
+export interface Contract {
+  document: Record<string, any>;
+  operations: OperationInfo[];
+  basePath: string;
+}
+
+export function loadContract(): Contract {
+  const document = parse(readFileSync(CONTRACT_PATH, 'utf8')) as Record<string, any>;
+  const operations: OperationInfo[] = [];
+  for (const [path, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (op) operations.push({ operationId: op.operationId, method, path });
+    }
+  }
+  const basePath = String(document.servers?.[0]?.url ?? '').replace(/\/$/, '');
+  return { document, operations, basePath };
+}
+
+// ---- Types derived from the generated contract -------------------------------------------------------
+
+type Op<K extends OperationId> = operations[K];
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type OrEmpty<T> = [T] extends [never] ? Record<string, never> : [T] extends [undefined] ? Record<string, never> : NonNullable<T>;
+
+export type PathParams<K extends OperationId> = OrEmpty<Op<K>['parameters']['path']>;
+export type QueryParams<K extends OperationId> = OrEmpty<Op<K>['parameters']['query']>;
+export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: infer RB } ? JsonContent<RB> : undefined;
+
+type SuccessStatus = 200 | 201 | 202 | 204;
+type SuccessKeys<K extends OperationId> = Extract<keyof Op<K>['responses'], SuccessStatus>;
+
+/** What a handler answers: one of the operation's success responses, with the body the contract gives it. */
+export type Reply<K extends OperationId> = {
+  [S in SuccessKeys<K>]: { status: S; body: JsonContent<Op<K>['responses'][S]>; headers?: Record<string, string> };
+}[SuccessKeys<K>];
+
+export interface HandlerContext<K extends OperationId> {
+  params: PathParams<K>;
+  query: QueryParams<K>;
+  body: RequestBody<K>;
+  /** Set on every operation whose `security` is not empty. */
+  principal: Principal | undefined;
+  requestId: string;
+  req: Request;
+  res: Response;
+}
+
+export type Handler<K extends OperationId> = (ctx: HandlerContext<K>) => Promise<Reply<K>>;
+
+/** One handler per operation of the contract: a missing one is a compile error. */
+export type Handlers = { [K in OperationId]: Handler<K> };
+
+export const principalOf = (res: Response): Principal | undefined => res.locals.principal as Principal | undefined;
+
+// Registers every operation of the contract on the router, at the path the contract gives it.
+export function mountOperations(router: Router, contract: Contract, handlers: Handlers): void {
+  const known = new Set<string>(contract.operations.map((o) => o.operationId));
+  const strays = Object.keys(handlers).filter((id) => !known.has(id));
+  if (strays.length > 0) throw new Error(`handlers for operations the contract does not have: ${strays.join(', ')}`);
+  for (const op of contract.operations) {
+    // At run time every handler is the same shape; the per-operation typing is for the compiler.
+    const handler = handlers[op.operationId] as unknown as
+      | ((ctx: HandlerContext<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)
+      | undefined;
+    if (!handler) throw new Error(`no handler for operation ${op.operationId}`);
+    const expressPath = op.path.replace(/\{(\w+)\}/g, ':$1');
+    router[op.method](expressPath, async (req, res) => {
+      const reply = await handler({
+        params: req.params as never,
+        query: req.query as never,
+        body: req.body as never,
+        principal: principalOf(res),
+        requestId: String(req.id),
+        req,
+        res,
+      });
+      for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+      res.status(reply.status);
+      if (reply.body === undefined) res.end();
+      else res.json(reply.body);
+    });
+  }
+}

@@ -1,0 +1,150 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { AppError, type ErrorCode } from '../shared/errors.ts';
+
+const STATUS: Record<ErrorCode, number> = {
+  ERR_VALIDATION: 400,
+  ERR_TRANSFER_TARGET: 400,
+  ERR_UNAUTHENTICATED: 401,
+  ERR_TOKEN_EXPIRED: 401,
+  ERR_INVALID_REFRESH_TOKEN: 401,
+  ERR_PLAN_LIMIT: 402,
+  ERR_FORBIDDEN: 403,
+  ERR_USER_TOKEN_REQUIRED: 403,
+  ERR_LITE_SEAT: 403,
+  ERR_HTTPS_REQUIRED: 403,
+  ERR_NOT_FOUND: 404,
+  ERR_METHOD_NOT_ALLOWED: 405,
+  ERR_CONVERSATION_CLOSED: 409,
+  ERR_CONVERSATION_NOT_CLOSED: 409,
+  ERR_DEPARTMENT_NO_AGENTS: 409,
+  ERR_CONFLICT: 409,
+  ERR_IDEMPOTENCY_MISMATCH: 409,
+  ERR_BILLING_NOT_CONFIGURED: 409,
+  ERR_PAYLOAD_TOO_LARGE: 413,
+  ERR_UNSUPPORTED_MEDIA_TYPE: 415,
+  ERR_USER_NOT_IN_TENANT: 422,
+  ERR_ASSIGNEE_LITE_SEAT: 422,
+  ERR_INVALID_DEPARTMENT: 422,
+  ERR_RATE_LIMITED: 429,
+  ERR_INTERNAL: 500,
+  ERR_UNAVAILABLE: 503,
+};
+
+const TITLE: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export const PROBLEM_TYPE_BASE = 'https://docs.customer-chat.dev/errors/';
+
+export const statusOf = (code: ErrorCode): number => STATUS[code];
+
+interface ValidatorError {
+  status: number;
+  message?: string;
+  errors?: { path?: string; message?: string }[];
+}
+
+// express-openapi-validator's HttpError and body-parser's errors both carry a numeric status.
+const isHttpishError = (err: unknown): err is ValidatorError & { type?: string } =>
+  typeof err === 'object' && err !== null && typeof (err as { status?: unknown }).status === 'number';
+
+// Maps anything thrown into the AppError it stands for. Unknown errors become ERR_INTERNAL and keep
+// their details out of the answer (they are logged instead).
+export function toAppError(err: unknown): { error: AppError; unexpected: boolean } {
+  if (err instanceof AppError) return { error: err, unexpected: false };
+  if (isHttpishError(err)) {
+    const bodyParserType = (err as { type?: string }).type;
+    if (bodyParserType === 'entity.too.large') {
+      return { error: new AppError('ERR_PAYLOAD_TOO_LARGE', 'The request body is larger than 1048576 bytes'), unexpected: false };
+    }
+    if (bodyParserType === 'entity.parse.failed') {
+      return {
+        error: new AppError('ERR_VALIDATION', 'The request body is not valid JSON', {
+          fieldErrors: [{ path: '/body', message: 'is not valid JSON' }],
+        }),
+        unexpected: false,
+      };
+    }
+    if (bodyParserType === 'charset.unsupported' || bodyParserType === 'encoding.unsupported') {
+      return { error: new AppError('ERR_UNSUPPORTED_MEDIA_TYPE', err.message ?? 'Unsupported body encoding'), unexpected: false };
+    }
+    switch (err.status) {
+      case 400:
+        return {
+          error: new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
+            fieldErrors: (err.errors ?? []).map((e) => ({
+              path: normalisePath(e.path),
+              message: e.message ?? 'is invalid',
+            })),
+          }),
+          unexpected: false,
+        };
+      case 404:
+        return { error: new AppError('ERR_NOT_FOUND', 'No such route'), unexpected: false };
+      case 405:
+        return { error: new AppError('ERR_METHOD_NOT_ALLOWED', 'The route does not support this method'), unexpected: false };
+      case 413:
+        return { error: new AppError('ERR_PAYLOAD_TOO_LARGE', 'The request body is too large'), unexpected: false };
+      case 415:
+        return { error: new AppError('ERR_UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json'), unexpected: false };
+    }
+  }
+  return {
+    error: new AppError('ERR_INTERNAL', 'An unexpected error occurred; quote the request id when reporting it'),
+    unexpected: true,
+  };
+}
+
+// The validator names places as "/body/email" or ".body.email"; answer JSON pointers throughout.
+function normalisePath(path: string | undefined): string {
+  if (!path) return '/';
+  return path.startsWith('/') ? path : '/' + path.replace(/^\./, '').replaceAll('.', '/');
+}
+
+export function problemBody(error: AppError, requestId: string) {
+  const status = statusOf(error.code);
+  return {
+    type: PROBLEM_TYPE_BASE + error.code,
+    title: TITLE[status] ?? 'Error',
+    status,
+    code: error.code,
+    detail: error.detail,
+    request_id: requestId,
+    ...(error.fieldErrors && error.fieldErrors.length > 0 ? { errors: error.fieldErrors } : {}),
+  };
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const { error, unexpected } = toAppError(err);
+    const requestId = String(req.id ?? '');
+    if (unexpected) {
+      (req.log ?? logger).error({ err, request_id: requestId }, 'unexpected error');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = problemBody(error, requestId);
+    for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
+    if (body.status === 401 && !res.hasHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', 'Bearer');
+    res.status(body.status).type('application/problem+json').send(JSON.stringify(body));
+  };
+}
+
+export const notFoundHandler: RequestHandler = (_req, _res, next) => {
+  next(new AppError('ERR_NOT_FOUND', 'No such route'));
+};

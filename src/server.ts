@@ -1,0 +1,85 @@
+import { createServer, type Server } from 'node:http';
+import pino from 'pino';
+import { createApp } from './app.ts';
+import { PasswordHasher } from './auth/password.ts';
+import { TokenService } from './auth/tokens.ts';
+import { ConfigError, type Config, loadConfig } from './config.ts';
+import { openDatabase } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { resolveJwtSecret } from './shared/secrets.ts';
+
+export interface RunningService {
+  server: Server;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config): Promise<RunningService> {
+  const logger = pino({ level: config.logLevel });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolMax: config.databasePoolMax,
+  });
+  const applied = await migrateToLatest(database.db);
+  if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+  const tokens = new TokenService(await resolveJwtSecret(config.jwtSecret, config.dataDir));
+  const passwords = new PasswordHasher(config.bcryptCost);
+  const app = createApp({ config, logger, database, tokens, passwords });
+
+  // The WebSocket gateway attaches to this same server (upgrade events) in the realtime capability.
+  const server = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  logger.info({ url, database: database.kind }, 'listening');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('shutting down');
+      // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+      await passwords.close();
+      await database.close();
+      logger.info('stopped');
+    })());
+  return { server, url, stop };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(78);
+    }
+    throw err;
+  }
+  const service = await startService(config);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      service.stop().then(
+        () => process.exit(0),
+        (err) => {
+          console.error(err);
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+if (import.meta.main) {
+  await main();
+}

@@ -1,0 +1,29 @@
+import { v7 as uuidv7 } from 'uuid';
+
+// Public identifiers are a type prefix and a UUIDv7 (time-ordered, so primary-key indexes stay append-mostly).
+export const ID_PREFIXES = {
+  tenant: 'tn',
+  user: 'usr',
+  conversation: 'conv',
+  visitor: 'vis',
+  message: 'msg',
+  contact: 'ct',
+  widget: 'wgt',
+  domain: 'dom',
+  cannedResponse: 'cr',
+  file: 'file',
+  apiKey: 'key',
+  event: 'evt',
+  survey: 'srv',
+  session: 'ses',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${uuidv7()}`;
+}
+
+export function newUuid(): string {
+  return uuidv7();
+}
