@@ -91,7 +91,8 @@ function requestLogger(logger: Logger): RequestHandler {
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler): RequestHandler[] {
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
-    validateRequests: { allowUnknownQueryParameters: false },
+    // allErrors: a client fixing a request wants every finding at once, not one per round trip.
+    validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
     validateResponses: validateResponses ? { removeAdditional: false } : false,
     validateSecurity: false,
     validateFormats: true,

@@ -108,10 +108,12 @@ export function toAppError(err: unknown): { error: AppError; unexpected: boolean
   };
 }
 
-// The validator names places as "/body/email" or ".body.email"; answer JSON pointers throughout.
+// The validator names places as "/body/email" or ".body.email", and path parameters "/params/id";
+// answer JSON pointers throughout, with the locations OpenAPI uses (path, query, headers, body).
 function normalisePath(path: string | undefined): string {
   if (!path) return '/';
-  return path.startsWith('/') ? path : '/' + path.replace(/^\./, '').replaceAll('.', '/');
+  const pointer = path.startsWith('/') ? path : '/' + path.replace(/^\./, '').replaceAll('.', '/');
+  return pointer.replace(/^\/params(?=\/|$)/, '/path');
 }
 
 export function problemBody(error: AppError, requestId: string) {

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import type { Database } from '../../src/db/database.ts';
+import * as authRepo from '../../src/auth/auth.repository.ts';
+import * as tenantRepo from '../../src/tenants/tenant.repository.ts';
+import { newId } from '../../src/shared/ids.ts';
+import { getHarness } from './harness.ts';
+
+export const PASSWORD = 'correct horse battery staple';
+
+export const uniqueEmail = (label = 'user') => `${label}-${randomUUID()}@example.test`;
+
+export interface TestTenant {
+  tenantId: string;
+  owner: { userId: string; email: string; accessToken: string; refreshToken: string };
+}
+
+/** A fresh tenant, signed up through the API, with its owner logged in. */
+export async function createTenant(options: { name?: string; timezone?: string } = {}): Promise<TestTenant> {
+  const { app } = await getHarness();
+  const email = uniqueEmail('owner');
+  const res = await request(app)
+    .post('/api/v1/auth/register')
+    .send({ email, password: PASSWORD, name: 'Owner', tenant_name: options.name ?? `Tenant ${randomUUID()}`, timezone: options.timezone })
+    .expect(201);
+  return {
+    tenantId: res.body.tenant.id,
+    owner: { userId: res.body.user.id, email, accessToken: res.body.access_token, refreshToken: res.body.refresh_token },
+  };
+}
+
+/** Adds a member to the tenant directly in the database (member management has no endpoint yet). */
+export async function addMember(
+  tenant: TestTenant,
+  options: { role?: 'owner' | 'admin' | 'agent'; seat?: 'full' | 'lite'; status?: 'active' | 'invited'; database?: Database } = {},
+): Promise<{ userId: string; email: string }> {
+  const database = options.database ?? (await getHarness()).database;
+  const email = uniqueEmail(options.role ?? 'agent');
+  const { passwords } = (await getHarness()).deps;
+  const passwordHash = await passwords.hash(PASSWORD);
+  return database.asSystem(async (trx) => {
+    const user = await authRepo.insertUser(trx, { id: newId('user'), email, name: 'Member', password_hash: passwordHash });
+    await tenantRepo.insertMembership(trx, {
+      tenant_id: tenant.tenantId,
+      user_id: user.id,
+      role: options.role ?? 'agent',
+      seat: options.seat ?? 'full',
+      status: options.status ?? 'active',
+    });
+    return { userId: user.id, email };
+  });
+}
+
+export async function login(email: string, tenantId?: string): Promise<string> {
+  const { app } = await getHarness();
+  const res = await request(app)
+    .post('/api/v1/auth/login')
+    .send({ email, password: PASSWORD, ...(tenantId ? { tenant_id: tenantId } : {}) })
+    .expect(200);
+  return res.body.access_token;
+}

@@ -1,0 +1,63 @@
+import pino from 'pino';
+import type { Express } from 'express';
+import { type AppDeps, type AppOptions, createApp } from '../../src/app.ts';
+import { PasswordHasher } from '../../src/auth/password.ts';
+import { TokenService } from '../../src/auth/tokens.ts';
+import { type Database, openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+
+export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+
+export interface Harness {
+  database: Database;
+  deps: AppDeps;
+  app: Express;
+  /** Another app on the same database and deps, with options (handler overrides, ...). */
+  appWith(options: AppOptions, deps?: Partial<AppDeps>): Express;
+}
+
+let harness: Promise<Harness> | undefined;
+const extraDatabases: Database[] = [];
+
+/** PostgreSQL when DATABASE_URL is set, otherwise an in-memory PGlite; migrated once per run. */
+export function getHarness(): Promise<Harness> {
+  harness ??= (async () => {
+    const database = await openTestDatabase(process.env.DATABASE_URL);
+    const deps: AppDeps = {
+      config: { validateResponses: true },
+      logger: pino({ level: process.env.LOG_LEVEL ?? 'silent' }),
+      database,
+      tokens: new TokenService(TEST_JWT_SECRET),
+      passwords: new PasswordHasher(Number(process.env.BCRYPT_COST ?? 4)),
+    };
+    return {
+      database,
+      deps,
+      app: createApp(deps),
+      appWith: (options, overrides = {}) => createApp({ ...deps, ...overrides }, options),
+    };
+  })();
+  return harness;
+}
+
+export async function openTestDatabase(databaseUrl: string | undefined): Promise<Database> {
+  const database = await openDatabase({ databaseUrl: databaseUrl ?? 'pglite://memory', dataDir: '.', poolMax: 10 });
+  await migrateToLatest(database.db);
+  return database;
+}
+
+/** A database beside the shared one (the isolation tests run on both engines); closed after the run. */
+export async function openExtraDatabase(databaseUrl: string | undefined): Promise<Database> {
+  const database = await openTestDatabase(databaseUrl);
+  extraDatabases.push(database);
+  return database;
+}
+
+export async function closeHarness(): Promise<void> {
+  for (const db of extraDatabases.splice(0)) await db.close();
+  if (!harness) return;
+  const h = await harness;
+  harness = undefined;
+  await h.deps.passwords.close();
+  await h.database.close();
+}
