@@ -1,10 +1,12 @@
 // Writes the types generated from the contract into generated/. With --check, writes nothing and fails
 // when a committed file differs from what the contract generates (hand edits, or a forgotten `npm run gen`).
 import { readFile, writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 
-const root = new URL('../', import.meta.url);
+// --root DIR runs against another copy of the project (the tests use it to prove the check fails).
+const rootArg = process.argv.indexOf('--root');
+const root = rootArg > -1 ? pathToFileURL(process.argv[rootArg + 1]!.replace(/\/?$/, '/')) : new URL('../', import.meta.url);
 const check = process.argv.includes('--check');
 
 interface Target {

@@ -1,4 +1,4 @@
-import { bool, cleanEnv, makeValidator, num, port, str, url } from 'envalid';
+import { bool, cleanEnv, makeValidator, num, str, url } from 'envalid';
 
 // Every variable the service reads. Validation reports all bad variables at once, not the first.
 const postgresOrPgliteUrl = makeValidator<string>((value) => {
@@ -33,7 +33,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     {
       NODE_ENV: str({ choices: ['development', 'test', 'production'], default: 'development' }),
       HOST: str({ default: '0.0.0.0', desc: 'address to listen on' }),
-      PORT: port({ default: 3000 }),
+      PORT: positiveInt(0, 65535)({ default: 3000, desc: '0 picks any free port' }),
       DATA_DIR: str({ default: './data', desc: 'embedded database, dev secrets, mail and files' }),
       DATABASE_URL: postgresOrPgliteUrl({ default: undefined }),
       DATABASE_POOL_MAX: positiveInt(1, 1000)({ default: 10 }),

@@ -43,11 +43,15 @@ export async function startService(config: Config): Promise<RunningService> {
     (stopping ??= (async () => {
       logger.info('shutting down');
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
+      // A keep-alive connection whose last response just finished turns idle after close() was called,
+      // so idle connections are swept until the server is closed, not once.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       await closed;
-      clearTimeout(timer);
+      clearInterval(sweep);
+      clearTimeout(deadline);
       await passwords.close();
       await database.close();
       logger.info('stopped');

@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import express from 'express';
+import request from 'supertest';
+import { parse } from 'yaml';
+import { type Handlers, loadContract, mountOperations } from '../src/http/contract.ts';
+import { getHarness } from './support/harness.ts';
+
+describe('the contract', () => {
+  it('is served as JSON and YAML, identical to openapi/chat.yaml', async () => {
+    const { app } = await getHarness();
+    const { document } = loadContract();
+    const json = await request(app).get('/api/openapi.json').expect(200).expect('Content-Type', /application\/json/);
+    expect(json.body).to.deep.equal(document);
+    const yaml = await request(app).get('/api/openapi.yaml').expect(200).expect('Content-Type', /application\/yaml/);
+    expect(parse(yaml.text)).to.deep.equal(document);
+  });
+
+  it('is rendered at /api/docs with its assets served locally', async () => {
+    const { app } = await getHarness();
+    const page = await request(app).get('/api/docs').expect(200).expect('Content-Type', /text\/html/);
+    expect(page.text).to.contain('/api/openapi.json');
+    const scripts = [...page.text.matchAll(/src="([^"]+)"/g)].map((m) => m[1]!);
+    expect(scripts).to.have.length.greaterThan(0);
+    for (const src of scripts) await request(app).get(src).expect(200);
+  });
+
+  it('every operation has an operationId, and each is routed to a handler', async () => {
+    const { operations } = loadContract();
+    expect(operations.length).to.be.greaterThan(0);
+    for (const op of operations) expect(op.operationId, `${op.method} ${op.path}`).to.be.a('string').and.match(/^[a-z][A-Za-z]+$/);
+    const ids = operations.map((o) => o.operationId);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
+  it('refuses to start with a handler missing or a handler for an operation the contract lacks', () => {
+    const contract = loadContract();
+    const noop = async () => ({ status: 200, body: {} });
+    const all = Object.fromEntries(contract.operations.map((o) => [o.operationId, noop])) as unknown as Handlers;
+    expect(() => mountOperations(express.Router(), contract, all)).not.to.throw();
+    const { getHealth: _dropped, ...missing } = all;
+    expect(() => mountOperations(express.Router(), contract, missing as Handlers)).to.throw(/no handler for operation getHealth/);
+    const stray = { ...all, getWeather: noop } as unknown as Handlers;
+    expect(() => mountOperations(express.Router(), contract, stray)).to.throw(/getWeather/);
+  });
+});
