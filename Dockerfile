@@ -1,0 +1,23 @@
+# Production image: Node 26 runs the TypeScript sources directly (type stripping), so there is no build step.
+FROM node:26-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Runtime dependencies only; no dependency of ours needs an install script at run time.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM node:26-bookworm-slim
+ENV NODE_ENV=production \
+    PORT=3000 \
+    DATA_DIR=/app/data
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY openapi ./openapi
+COPY generated ./generated
+COPY src ./src
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:3000/api/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "src/server.ts"]
