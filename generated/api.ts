@@ -41,6 +41,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant's API keys
+         * @description Newest first; revoked keys are not listed. Key values are never shown again.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description The answer is the only time the key's value is shown; it is stored hashed.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key identifier */
+                id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description The key stops working at once.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key identifier */
+                id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an API key a new value
+         * @description Same id, name and scopes; the old value stops working at once. The new value is shown only here.
+         */
+        post: operations["rotateApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/accept-invitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Join a tenant with the token from an invitation mail
+         * @description For a person who had no account: `name` and `password` create it. Answers a token pair for the
+         *     tenant that invited them. The token is single use and lives 7 days.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/forgot-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password-reset mail
+         * @description Answers 202 whether or not the address has an account, so the answer tells nobody which
+         *     addresses are registered. When it has one, a reset link (valid 1 hour, single use) is mailed.
+         */
+        post: operations["forgotPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/login": {
         parameters: {
             query?: never;
@@ -56,6 +168,48 @@ export interface paths {
          *     which of the user's tenants the token is issued for; without it, the tenant they joined first.
          */
         post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a login
+         * @description Revokes the refresh token's whole family; access tokens of that login stop working at once. Answers 200 for an unknown token too.
+         */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a refresh token for a new token pair
+         * @description Refresh tokens are single use: the answer carries a new refresh token and the one sent stops
+         *     working. Of two concurrent refreshes with one token exactly one succeeds. A token presented again
+         *     more than 10 seconds after it was used is treated as stolen and ends the whole login.
+         */
+        post: operations["refreshToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -82,6 +236,141 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/reset-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with the token from the reset mail
+         * @description Ends every login of the user (all refresh-token families are revoked).
+         */
+        post: operations["resetPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an e-mail address with the token from the verification mail
+         * @description The token is single use and lives 24 hours.
+         */
+        post: operations["verifyEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/departments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List departments
+         * @description By name.
+         */
+        get: operations["listDepartments"];
+        put?: never;
+        /**
+         * Create a department
+         * @description `member_ids` must all be members of the tenant.
+         */
+        post: operations["createDepartment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/departments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a department */
+        get: operations["getDepartment"];
+        put?: never;
+        post?: never;
+        /** Delete a department */
+        delete: operations["deleteDepartment"];
+        options?: never;
+        head?: never;
+        /** Rename or describe a department */
+        patch: operations["updateDepartment"];
+        trace?: never;
+    };
+    "/v1/departments/{id}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put a member into a department
+         * @description Idempotent. The person must be a member of the tenant (else 422 ERR_USER_NOT_IN_TENANT).
+         */
+        put: operations["addDepartmentMember"];
+        post?: never;
+        /**
+         * Take a member out of a department
+         * @description Idempotent.
+         */
+        delete: operations["removeDepartmentMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a tenant
+         * @description The caller becomes its owner. Select it on later requests with `X-Tenant-ID`, or log in with its `tenant_id`.
+         */
+        post: operations["createTenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants/{id}": {
         parameters: {
             query?: never;
@@ -99,7 +388,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update tenant settings
+         * @description `settings` is merged key by key into the stored settings; a key set to null is removed.
+         */
+        patch: operations["updateTenant"];
         trace?: never;
     };
     "/v1/tenants/{id}/members": {
@@ -118,24 +411,141 @@ export interface paths {
          */
         get: operations["listTenantMembers"];
         put?: never;
-        post?: never;
+        /**
+         * Add a member
+         * @description A person who already has an account joins at once (status `active`) and is told by mail. Anyone
+         *     else is invited (status `invited`): the mail carries a link to accept with, valid 7 days.
+         *     Only an owner can add another owner.
+         */
+        post: operations["addTenantMember"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{id}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant identifier */
+                id: components["parameters"]["TenantIdPath"];
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description The member loses access at once: their logins into this tenant end and they leave its
+         *     departments. The last active owner cannot be removed. Only an owner can remove an owner.
+         */
+        delete: operations["removeTenantMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role or seat
+         * @description At least one active owner always remains. Only an owner can make or unmake an owner. A member
+         *     whose seat becomes lite keeps reading but no longer handles conversations.
+         */
+        patch: operations["updateTenantMember"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AcceptedResult: {
+            /** @constant */
+            accepted: true;
+        };
+        AcceptInvitationRequest: {
+            /** @description Required when the invited person has no account yet */
+            name?: string;
+            password?: components["schemas"]["Password"];
+            token: string;
+        };
+        ApiKey: {
+            created_at: components["schemas"]["Timestamp"];
+            id: components["schemas"]["ApiKeyId"];
+            /**
+             * Format: date-time
+             * @description Kept to the minute
+             */
+            last_used_at: string | null;
+            name: string;
+            /** @description The first characters of the key, to recognise it by */
+            prefix: string;
+            /** Format: date-time */
+            rotated_at: string | null;
+            scopes: components["schemas"]["ApiKeyScope"][];
+        };
+        ApiKeyCreate: {
+            /** @description What the key is for */
+            name: string;
+            scopes: components["schemas"]["ApiKeyScope"][];
+        };
+        /**
+         * @description API key identifier (key_ and a UUIDv7)
+         * @example key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a61
+         */
+        ApiKeyId: string;
+        ApiKeyList: {
+            data: components["schemas"]["ApiKey"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @enum {string} */
+        ApiKeyScope: "tenant:read" | "tenant:write" | "team:read" | "conversations:read" | "conversations:write" | "messages:read" | "messages:write" | "visitors:read" | "contacts:read" | "contacts:write" | "widgets:read" | "widgets:write" | "canned_responses:read" | "canned_responses:write" | "files:read" | "files:write" | "billing:read" | "webhooks:read" | "webhooks:write";
+        ApiKeyWithSecret: components["schemas"]["ApiKey"] & {
+            /** @description The key's value; shown only in this answer */
+            key: string;
+        };
+        Deleted: {
+            /** @constant */
+            deleted: true;
+            id: string;
+        };
+        Department: {
+            created_at: components["schemas"]["Timestamp"];
+            description: string;
+            id: components["schemas"]["DepartmentId"];
+            member_ids: components["schemas"]["UserId"][];
+            name: string;
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        DepartmentCreate: {
+            description?: string;
+            member_ids?: components["schemas"]["UserId"][];
+            name: string;
+        };
+        /**
+         * Format: uuid
+         * @description Department identifier (a bare UUID)
+         * @example 01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60
+         */
+        DepartmentId: string;
+        DepartmentList: {
+            data: components["schemas"]["Department"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        DepartmentUpdate: {
+            description?: string;
+            name?: string;
+        };
         /** Format: email */
         Email: string;
         /**
          * @description Stable error code; see the error table in the README
          * @enum {string}
          */
-        ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
+        ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
+        ForgotPasswordRequest: {
+            email: components["schemas"]["Email"];
+        };
         Health: {
             /** @constant */
             status: "ok";
@@ -144,6 +554,13 @@ export interface components {
             email: components["schemas"]["Email"];
             password: string;
             tenant_id?: components["schemas"]["TenantId"];
+        };
+        LogoutResult: {
+            /** @constant */
+            logged_out: true;
+        };
+        MailTokenRequest: {
+            token: string;
         };
         Member: {
             created_at: components["schemas"]["Timestamp"];
@@ -155,9 +572,18 @@ export interface components {
             status: "active" | "invited";
             user_id: components["schemas"]["UserId"];
         };
+        MemberCreate: {
+            email: components["schemas"]["Email"];
+            role: components["schemas"]["Role"];
+            seat?: components["schemas"]["Seat"];
+        };
         MemberList: {
             data: components["schemas"]["Member"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        MemberUpdate: {
+            role?: components["schemas"]["Role"];
+            seat?: components["schemas"]["Seat"];
         };
         Pagination: {
             has_more: boolean;
@@ -199,6 +625,9 @@ export interface components {
             /** @constant */
             status: "ok";
         };
+        RefreshRequest: {
+            refresh_token: string;
+        };
         RegisterRequest: {
             email: components["schemas"]["Email"];
             name: string;
@@ -210,6 +639,14 @@ export interface components {
         RegisterResponse: components["schemas"]["TokenPair"] & {
             tenant: components["schemas"]["Tenant"];
             user: components["schemas"]["User"];
+        };
+        ResetPasswordRequest: {
+            password: components["schemas"]["Password"];
+            token: string;
+        };
+        ResetPasswordResult: {
+            /** @constant */
+            password_reset: true;
         };
         /** @enum {string} */
         Role: "owner" | "admin" | "agent";
@@ -225,11 +662,23 @@ export interface components {
             timezone: components["schemas"]["TimeZone"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        TenantCreate: {
+            name: string;
+            timezone?: components["schemas"]["TimeZone"];
+        };
         /**
          * @description Tenant identifier (tn_ and a UUIDv7)
          * @example tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56
          */
         TenantId: string;
+        TenantUpdate: {
+            name?: string;
+            /** @description Merged into the stored settings; a key set to null is removed */
+            settings?: {
+                [key: string]: unknown;
+            };
+            timezone?: components["schemas"]["TimeZone"];
+        };
         /**
          * Format: date-time
          * @description ISO 8601 UTC timestamp
@@ -263,6 +712,11 @@ export interface components {
          * @example usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55
          */
         UserId: string;
+        VerifyEmailResult: {
+            /** @constant */
+            email_verified: true;
+            user_id: components["schemas"]["UserId"];
+        };
     };
     responses: {
         /** @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding */
@@ -412,6 +866,29 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The rate limit is reached (ERR_RATE_LIMITED); retry after `Retry-After` seconds */
+        TooManyRequests: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_RATE_LIMITED",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "code": "ERR_RATE_LIMITED",
+                 *       "detail": "Too many requests; retry after 42 seconds",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No credential, a bad one, or an expired access token (ERR_UNAUTHENTICATED, ERR_TOKEN_EXPIRED) */
         Unauthorized: {
             headers: {
@@ -427,6 +904,26 @@ export interface components {
                  *       "status": 401,
                  *       "code": "ERR_TOKEN_EXPIRED",
                  *       "detail": "The access token has expired; refresh it and retry",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request is well formed but names someone or something that cannot take part (ERR_USER_NOT_IN_TENANT, ERR_ASSIGNEE_LITE_SEAT, ERR_INVALID_DEPARTMENT) */
+        UnprocessableContent: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_USER_NOT_IN_TENANT",
+                 *       "title": "Unprocessable Content",
+                 *       "status": 422,
+                 *       "code": "ERR_USER_NOT_IN_TENANT",
+                 *       "detail": "The person is not an active member of the team",
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
@@ -455,15 +952,25 @@ export interface components {
         };
     };
     parameters: {
+        /** @description API key identifier */
+        ApiKeyIdPath: components["schemas"]["ApiKeyId"];
+        /** @description Department identifier */
+        DepartmentIdPath: components["schemas"]["DepartmentId"];
         /** @description Page size */
         Limit: number;
         /** @description Number of items to skip */
         Offset: number;
         /** @description Tenant identifier */
         TenantIdPath: components["schemas"]["TenantId"];
+        /** @description User identifier */
+        UserIdPath: components["schemas"]["UserId"];
     };
     requestBodies: never;
     headers: {
+        /** @description IETF RateLimit header (draft 8) for the policy that applies */
+        RateLimit: string;
+        /** @description IETF RateLimit-Policy header (draft 8) */
+        RateLimitPolicy: string;
         /** @description The request's identifier, also in the problem body and the logs */
         RequestId: string;
         /** @description Seconds to wait before retrying */
@@ -531,6 +1038,280 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a61",
+                     *           "name": "CRM sync",
+                     *           "scopes": [
+                     *             "conversations:read",
+                     *             "contacts:write"
+                     *           ],
+                     *           "prefix": "chat_k7Qm0cY1",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "rotated_at": null,
+                     *           "last_used_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "CRM sync",
+                 *       "scopes": [
+                 *         "conversations:read",
+                 *         "contacts:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The key, with its value */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a61",
+                     *       "name": "CRM sync",
+                     *       "scopes": [
+                     *         "conversations:read",
+                     *         "contacts:write"
+                     *       ],
+                     *       "prefix": "chat_k7Qm0cY1",
+                     *       "key": "chat_k7Qm0cY1fQy4o2x8mJr0b6kq3u9VbWQ5m8yX1zT2eA",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "rotated_at": null,
+                     *       "last_used_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key identifier */
+                id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a61",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key identifier */
+                id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, with its new value */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a61",
+                     *       "name": "CRM sync",
+                     *       "scopes": [
+                     *         "conversations:read",
+                     *         "contacts:write"
+                     *       ],
+                     *       "prefix": "chat_Zp3xW8aT",
+                     *       "key": "chat_Zp3xW8aTfQy4o2x8mJr0b6kq3u9VbWQ5m8yX1zT2eA",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "rotated_at": "2026-11-22T10:00:00.000Z",
+                     *       "last_used_at": "2026-11-21T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Yq1b0xF3m9Qv8kz2LwP4n7Rt5sU6cD0eH1jK2lM3nO4",
+                 *       "name": "Katherine Johnson",
+                 *       "password": "a long enough passphrase"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AcceptInvitationRequest"];
+            };
+        };
+        responses: {
+            /** @description Joined; a token pair for the tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token": "eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl",
+                     *       "refresh_token": "7n3Qm0cY1fQy4o2x8mJr0b6kq3u9VbWQ5m8yX1zT2eA",
+                     *       "token_type": "Bearer",
+                     *       "expires_in": 900
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TokenPair"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    forgotPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ForgotPasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted; a mail follows if the address has an account */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accepted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AcceptedResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     login: {
         parameters: {
             query?: never;
@@ -572,6 +1353,91 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "refresh_token": "7n3Qm0cY1fQy4o2x8mJr0b6kq3u9VbWQ5m8yX1zT2eA"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RefreshRequest"];
+            };
+        };
+        responses: {
+            /** @description Logged out */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "logged_out": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LogoutResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    refreshToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "refresh_token": "7n3Qm0cY1fQy4o2x8mJr0b6kq3u9VbWQ5m8yX1zT2eA"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RefreshRequest"];
+            };
+        };
+        responses: {
+            /** @description A new token pair */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token": "eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl",
+                     *       "refresh_token": "Qm0cY1fQy4o2x8mJr0b6kq3u9VbWQ5m8yX1zT2eA7n3",
+                     *       "token_type": "Bearer",
+                     *       "expires_in": 900
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TokenPair"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -630,9 +1496,457 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    resetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Yq1b0xF3m9Qv8kz2LwP4n7Rt5sU6cD0eH1jK2lM3nO4",
+                 *       "password": "a new long passphrase"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ResetPasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description The password is changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "password_reset": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ResetPasswordResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    verifyEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "Yq1b0xF3m9Qv8kz2LwP4n7Rt5sU6cD0eH1jK2lM3nO4"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MailTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The address is verified */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "email_verified": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VerifyEmailResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listDepartments: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of departments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *           "name": "Sales",
+                     *           "description": "New business",
+                     *           "member_ids": [
+                     *             "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                     *           ],
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DepartmentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createDepartment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Sales",
+                 *       "description": "New business",
+                 *       "member_ids": [
+                 *         "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["DepartmentCreate"];
+            };
+        };
+        responses: {
+            /** @description The new department */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "name": "Sales",
+                     *       "description": "New business",
+                     *       "member_ids": [
+                     *         "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                     *       ],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Department"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getDepartment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The department */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "name": "Sales",
+                     *       "description": "New business",
+                     *       "member_ids": [],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Department"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteDepartment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateDepartment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Sales EMEA"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DepartmentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The department as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "name": "Sales EMEA",
+                     *       "description": "New business",
+                     *       "member_ids": [],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Department"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addDepartmentMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The department with the member */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "name": "Sales",
+                     *       "description": "New business",
+                     *       "member_ids": [
+                     *         "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                     *       ],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Department"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeDepartmentMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The department without the member */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "name": "Sales",
+                     *       "description": "New business",
+                     *       "member_ids": [],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Department"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Analytical Engines EU",
+                 *       "timezone": "Europe/Berlin"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TenantCreate"];
+            };
+        };
+        responses: {
+            /** @description The new tenant */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a57",
+                     *       "name": "Analytical Engines EU",
+                     *       "timezone": "Europe/Berlin",
+                     *       "settings": {},
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -671,6 +1985,63 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant identifier */
+                id: components["parameters"]["TenantIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Analytical Engines Ltd",
+                 *       "timezone": "Europe/London",
+                 *       "settings": {
+                 *         "business_hours": "9-17"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TenantUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56",
+                     *       "name": "Analytical Engines Ltd",
+                     *       "timezone": "Europe/London",
+                     *       "settings": {
+                     *         "business_hours": "9-17"
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -726,6 +2097,154 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addTenantMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant identifier */
+                id: components["parameters"]["TenantIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "katherine@example.com",
+                 *       "role": "agent",
+                 *       "seat": "full"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemberCreate"];
+            };
+        };
+        responses: {
+            /** @description The member, active or invited */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a59",
+                     *       "email": "katherine@example.com",
+                     *       "name": "katherine",
+                     *       "role": "agent",
+                     *       "seat": "full",
+                     *       "status": "invited",
+                     *       "created_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeTenantMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant identifier */
+                id: components["parameters"]["TenantIdPath"];
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a59",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateTenantMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant identifier */
+                id: components["parameters"]["TenantIdPath"];
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "admin",
+                 *       "seat": "full"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemberUpdate"];
+            };
+        };
+        responses: {
+            /** @description The member as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a59",
+                     *       "email": "katherine@example.com",
+                     *       "name": "Katherine Johnson",
+                     *       "role": "admin",
+                     *       "seat": "full",
+                     *       "status": "active",
+                     *       "created_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };

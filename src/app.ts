@@ -3,28 +3,38 @@ import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import { apiKeyHandlers } from './api-keys/api-key.handlers.ts';
+import { ApiKeyService } from './api-keys/api-key.service.ts';
 import { authHandlers } from './auth/auth.handlers.ts';
 import { AuthService } from './auth/auth.service.ts';
 import type { PasswordHasher } from './auth/password.ts';
 import type { TokenService } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
+import { departmentHandlers } from './departments/department.handlers.ts';
+import { DepartmentService } from './departments/department.service.ts';
 import { healthHandlers } from './health/health.handlers.ts';
 import { accessMiddleware, type AccessDeps } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
+import { requireHttps } from './http/https.ts';
 import { errorHandler, notFoundHandler } from './http/problem.ts';
+import { type RateLimitStoreFactory, rateLimiters } from './http/rate-limit.ts';
+import type { Mailer } from './mail/mailer.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface AppDeps {
-  config: Pick<Config, 'validateResponses'>;
+  config: Pick<Config, 'validateResponses' | 'appUrl' | 'rateLimits' | 'trustProxy' | 'requireHttps'>;
   logger: Logger;
   database: Database;
   tokens: TokenService;
   passwords: PasswordHasher;
+  mailer: Mailer;
+  /** Where rate-limit counters live; undefined: in this process. */
+  rateLimitStore?: RateLimitStoreFactory;
 }
 
 export interface AppOptions {
@@ -34,9 +44,14 @@ export interface AppOptions {
 }
 
 export function createServices(deps: AppDeps) {
-  const tenants = new TenantService(deps.database);
-  const auth = new AuthService({ database: deps.database, passwords: deps.passwords, tokens: deps.tokens });
-  return { tenants, auth };
+  const { database, mailer, logger } = deps;
+  const appUrl = deps.config.appUrl;
+  return {
+    auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger }),
+    tenants: new TenantService({ database, mailer, appUrl, logger }),
+    departments: new DepartmentService(database),
+    apiKeys: new ApiKeyService(database),
+  };
 }
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
@@ -46,21 +61,25 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     ...healthHandlers(deps.database),
     ...authHandlers(services.auth),
     ...tenantHandlers(services.tenants),
+    ...departmentHandlers(services.departments),
+    ...apiKeyHandlers(services.apiKeys),
     ...options.handlers,
   };
   const access: AccessDeps = {
     tokens: deps.tokens,
-    findActiveMembership: (tenantId, userId) => services.tenants.findActiveMembership(tenantId, userId),
-    // API keys arrive with the identity capability; until then no key is valid.
-    findApiKey: async () => undefined,
+    findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
+    findApiKey: (key) => services.apiKeys.authenticate(key),
   };
 
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', deps.config.trustProxy);
   app.use(requestLogger(deps.logger));
+  if (deps.config.requireHttps) app.use(requireHttps());
   app.use(contract.basePath, contractDocsRouter(contract));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
-  app.use(validatorWithAccess(contract, deps.config.validateResponses, accessMiddleware(access)));
+  const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
+  app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters]));
   const router = express.Router();
   mountOperations(router, contract, handlers);
   app.use(contract.basePath, router);
@@ -86,9 +105,10 @@ function requestLogger(logger: Logger): RequestHandler {
   }) as RequestHandler;
 }
 
-// express-openapi-validator's chain, with our access middleware in the place of its security step:
-// after the operation is matched, before the request is validated.
-function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler): RequestHandler[] {
+// express-openapi-validator's chain, with our access middleware (and the rate limits, which need to
+// know the caller) in the place of its security step: after the operation is matched, before the
+// request is validated.
+function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
     // allErrors: a client fixing a request wants every finding at once, not one per round trip.
@@ -99,6 +119,6 @@ function validatorWithAccess(contract: Contract, validateResponses: boolean, acc
   }) as unknown as RequestHandler[];
   const securityStep = chain.findIndex((mw) => mw.name === 'securityMiddleware');
   if (securityStep === -1) throw new Error('express-openapi-validator no longer has a securityMiddleware step: revisit validatorWithAccess');
-  chain.splice(securityStep, 1, access);
+  chain.splice(securityStep, 1, ...access);
   return chain;
 }

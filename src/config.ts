@@ -43,6 +43,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
       VALIDATE_RESPONSES: bool({ default: true, desc: 'check every response against the contract' }),
       SHUTDOWN_TIMEOUT_MS: num({ default: 10_000 }),
+      APP_URL: url({ default: 'http://localhost:3000', desc: 'web app that mail links open' }),
+      SMTP_URL: url({ default: undefined, desc: 'smtp://user:pass@host:587; unset writes mail to DATA_DIR/mail' }),
+      MAIL_FROM: str({ default: 'Customer Chat <no-reply@customer-chat.local>' }),
+      RATE_LIMIT_PER_MINUTE: positiveInt(1, 1_000_000)({ default: 1200, desc: 'requests a minute per user, API key or address' }),
+      LOGIN_RATE_LIMIT: positiveInt(1, 1_000_000)({ default: 10, desc: 'logins per 15 minutes per e-mail and address' }),
+      FORGOT_PASSWORD_RATE_LIMIT: positiveInt(1, 1_000_000)({ default: 5, desc: 'reset mails an hour per e-mail' }),
+      TRUST_PROXY: str({ default: 'loopback', desc: "express 'trust proxy': which proxies may set X-Forwarded-*" }),
+      REQUIRE_HTTPS: bool({ default: undefined, desc: 'refuse plain HTTP; defaults to true in production' }),
+      TLS_CERT_FILE: str({ default: undefined }),
+      TLS_KEY_FILE: str({ default: undefined }),
     },
     {
       reporter: ({ errors }) => {
@@ -54,9 +64,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       },
     },
   );
-  if (e.NODE_ENV === 'production' && e.JWT_SECRET.length < 32) {
-    throw new ConfigError({ JWT_SECRET: 'required in production, at least 32 characters' });
-  }
+  const problems: Record<string, string> = {};
+  if (e.NODE_ENV === 'production' && e.JWT_SECRET.length < 32) problems.JWT_SECRET = 'required in production, at least 32 characters';
+  if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems[e.TLS_CERT_FILE ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'] = 'TLS needs both TLS_CERT_FILE and TLS_KEY_FILE';
+  if (Object.keys(problems).length > 0) throw new ConfigError(problems);
   return {
     env: e.NODE_ENV,
     host: e.HOST,
@@ -70,7 +81,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     logLevel: e.LOG_LEVEL,
     validateResponses: e.VALIDATE_RESPONSES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    appUrl: e.APP_URL.replace(/\/$/, ''),
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    rateLimits: {
+      perMinute: e.RATE_LIMIT_PER_MINUTE,
+      login: e.LOGIN_RATE_LIMIT,
+      forgotPassword: e.FORGOT_PASSWORD_RATE_LIMIT,
+    },
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    requireHttps: e.REQUIRE_HTTPS ?? e.NODE_ENV === 'production',
+    tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
   };
+}
+
+// 'true'/'false', a hop count, or a list of addresses and names express understands (loopback, 10.0.0.0/8, ...).
+function parseTrustProxy(value: string): boolean | number | string {
+  if (value === 'true') return true;
+  if (value === 'false' || value === '') return false;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
 }
 
 export type Config = ReturnType<typeof loadConfig>;

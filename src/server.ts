@@ -1,11 +1,16 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import pino from 'pino';
+import { createClient } from 'redis';
 import { createApp } from './app.ts';
 import { PasswordHasher } from './auth/password.ts';
 import { TokenService } from './auth/tokens.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { redisStoreFactory } from './http/rate-limit.ts';
+import { createMailer } from './mail/mailer.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 
 export interface RunningService {
@@ -25,17 +30,33 @@ export async function startService(config: Config): Promise<RunningService> {
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
   const tokens = new TokenService(await resolveJwtSecret(config.jwtSecret, config.dataDir));
   const passwords = new PasswordHasher(config.bcryptCost);
-  const app = createApp({ config, logger, database, tokens, passwords });
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
+  const redis = config.redisUrl ? createClient({ url: config.redisUrl }) : undefined;
+  if (redis) {
+    redis.on('error', (err) => logger.error({ err }, 'redis error'));
+    await redis.connect();
+  }
+  const app = createApp({
+    config,
+    logger,
+    database,
+    tokens,
+    passwords,
+    mailer,
+    ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
+  });
 
   // The WebSocket gateway attaches to this same server (upgrade events) in the realtime capability.
-  const server = createServer(app);
+  const server = config.tls
+    ? createTlsServer({ cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }, app)
+    : createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
   logger.info({ url, database: database.kind }, 'listening');
 
   let stopping: Promise<void> | undefined;
@@ -53,6 +74,8 @@ export async function startService(config: Config): Promise<RunningService> {
       clearInterval(sweep);
       clearTimeout(deadline);
       await passwords.close();
+      await mailer.close();
+      if (redis) await redis.quit();
       await database.close();
       logger.info('stopped');
     })());

@@ -92,7 +92,8 @@ describe('authentication of protected operations', () => {
   it('an access token past its exp: 401 ERR_TOKEN_EXPIRED, even by one second', async () => {
     const { app } = await getHarness();
     const t = await createTenant();
-    const claims = { userId: t.owner.userId, tenantId: t.tenantId, sessionId: 'ses_x' };
+    const sessionId = (jwt.decode(t.owner.accessToken) as jwt.JwtPayload).sid as string;
+    const claims = { userId: t.owner.userId, tenantId: t.tenantId, sessionId };
     const issuedAt = Date.now() - 901_000;
     const expired = new TokenService(TEST_JWT_SECRET, () => issuedAt).signAccessToken(claims);
     expectProblem(await request(app).get(tenantPath(t.tenantId)).set('Authorization', `Bearer ${expired}`), 401, 'ERR_TOKEN_EXPIRED');

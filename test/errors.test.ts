@@ -3,7 +3,7 @@ import pino from 'pino';
 import request from 'supertest';
 import { AppError } from '../src/shared/errors.ts';
 import { createTenant } from './support/factories.ts';
-import { getHarness } from './support/harness.ts';
+import { TEST_CONFIG, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
 
 describe('errors are problem+json', () => {
@@ -132,7 +132,7 @@ describe('errors are problem+json', () => {
     const h = await getHarness();
     const app = h.appWith(
       { handlers: { getHealth: async () => ({ status: 200, body: { status: 'fine' } as never }) } },
-      { config: { validateResponses: false } },
+      { config: { ...TEST_CONFIG, validateResponses: false } },
     );
     const res = await request(app).get('/api/health').expect(200);
     expect(res.body).to.deep.equal({ status: 'fine' });

@@ -1,21 +1,28 @@
+import type { Logger } from 'pino';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
-import type { User } from '../db/schema.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+import type { MailTokenPurpose, User } from '../db/schema.ts';
+import type { Mailer } from '../mail/mailer.ts';
+import { passwordResetMail, verificationMail } from '../mail/templates.ts';
 import { AppError, conflict, forbidden, unauthenticated } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { isUniqueViolation } from '../db/errors.ts';
+import { invalidTimeZone, isValidTimeZone } from '../shared/timezones.ts';
 import * as tenantRepo from '../tenants/tenant.repository.ts';
 import { toTenantDto } from '../tenants/tenant.service.ts';
 import * as repo from './auth.repository.ts';
 import type { PasswordHasher } from './password.ts';
-import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS, type TokenService, newOpaqueToken } from './tokens.ts';
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS, type TokenService, hashOpaqueToken, newOpaqueToken } from './tokens.ts';
 
-type RegisterRequest = components['schemas']['RegisterRequest'];
-type RegisterResponse = components['schemas']['RegisterResponse'];
-type LoginRequest = components['schemas']['LoginRequest'];
-type TokenPair = components['schemas']['TokenPair'];
+type Schemas = components['schemas'];
+type TokenPair = Schemas['TokenPair'];
 
-const toUserDto = (u: User): components['schemas']['User'] => ({
+/** Within this window a rotated refresh token presented again is a race (two tabs), not a theft. */
+export const REFRESH_REUSE_GRACE_MS = 10_000;
+export const VERIFY_EMAIL_TTL_MS = 24 * 3600 * 1000;
+export const RESET_PASSWORD_TTL_MS = 3600 * 1000;
+
+const toUserDto = (u: User): Schemas['User'] => ({
   id: u.id,
   email: u.email,
   name: u.name,
@@ -23,66 +30,68 @@ const toUserDto = (u: User): components['schemas']['User'] => ({
   created_at: u.created_at.toISOString(),
 });
 
-export function isValidTimeZone(timeZone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone });
-    return true;
-  } catch {
-    return false;
-  }
+const invalidRefreshToken = () =>
+  new AppError('ERR_INVALID_REFRESH_TOKEN', 'The refresh token is unknown, expired, already used or revoked: log in again');
+const invalidMailToken = () => new AppError('ERR_INVALID_TOKEN', 'The link is invalid, has expired or was already used');
+
+export interface AuthDeps {
+  database: Database;
+  passwords: PasswordHasher;
+  tokens: TokenService;
+  mailer: Mailer;
+  appUrl: string;
+  logger: Logger;
+  now?: () => Date;
 }
 
 export class AuthService {
-  readonly #database: Database;
+  readonly #db: Database;
   readonly #passwords: PasswordHasher;
   readonly #tokens: TokenService;
+  readonly #mailer: Mailer;
+  readonly #appUrl: string;
+  readonly #logger: Logger;
   readonly #now: () => Date;
 
-  constructor(deps: { database: Database; passwords: PasswordHasher; tokens: TokenService; now?: () => Date }) {
-    this.#database = deps.database;
+  constructor(deps: AuthDeps) {
+    this.#db = deps.database;
     this.#passwords = deps.passwords;
     this.#tokens = deps.tokens;
+    this.#mailer = deps.mailer;
+    this.#appUrl = deps.appUrl;
+    this.#logger = deps.logger;
     this.#now = deps.now ?? (() => new Date());
   }
 
-  async register(input: RegisterRequest): Promise<RegisterResponse> {
+  async register(input: Schemas['RegisterRequest']): Promise<Schemas['RegisterResponse']> {
     const timezone = input.timezone ?? 'UTC';
-    if (!isValidTimeZone(timezone)) {
-      throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
-        fieldErrors: [{ path: '/body/timezone', message: 'must be an IANA time zone name' }],
-      });
-    }
+    if (!isValidTimeZone(timezone)) throw invalidTimeZone();
     const passwordHash = await this.#passwords.hash(input.password);
-    try {
-      return await this.#database.asSystem(async (trx) => {
-        const user = await repo.insertUser(trx, {
-          id: newId('user'),
-          email: input.email,
-          name: input.name,
-          password_hash: passwordHash,
-        });
-        const tenant = await tenantRepo.insertTenant(trx, {
-          id: newId('tenant'),
-          name: input.tenant_name ?? input.name,
-          timezone,
-        });
+    const verification = newOpaqueToken();
+    const result = await this.#db
+      .asSystem(async (trx) => {
+        const user = await repo.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, password_hash: passwordHash });
+        const tenant = await tenantRepo.insertTenant(trx, { id: newId('tenant'), name: input.tenant_name ?? input.name, timezone });
         await tenantRepo.insertMembership(trx, { tenant_id: tenant.id, user_id: user.id, role: 'owner', seat: 'full' });
+        await this.#issueMailToken(trx, 'verify_email', user.id, null, verification.hash, VERIFY_EMAIL_TTL_MS);
         const tokens = await this.#startSession(trx, user.id, tenant.id);
         return { ...tokens, user: toUserDto(user), tenant: toTenantDto(tenant) };
+      })
+      .catch((err) => {
+        if (isUniqueViolation(err, 'users_email_key')) throw conflict('The e-mail address is already registered');
+        throw err;
       });
-    } catch (err) {
-      if (isUniqueViolation(err, 'users_email_key')) throw conflict('The e-mail address is already registered');
-      throw err;
-    }
+    this.#sendLater(verificationMail(input.email, `${this.#appUrl}/verify-email?token=${verification.token}`));
+    return result;
   }
 
-  async login(input: LoginRequest): Promise<TokenPair> {
-    const user = await this.#database.asSystem((trx) => repo.findUserByEmail(trx, input.email));
+  async login(input: Schemas['LoginRequest']): Promise<TokenPair> {
+    const user = await this.#db.asSystem((trx) => repo.findUserByEmail(trx, input.email));
     const passwordOk = user?.password_hash
       ? await this.#passwords.verify(input.password, user.password_hash)
       : await this.#passwords.verifyAgainstNothing(input.password);
     if (!user || !passwordOk) throw unauthenticated('The e-mail address or the password is wrong');
-    return this.#database.asSystem(async (trx) => {
+    return this.#db.asSystem(async (trx) => {
       const tenantId = input.tenant_id
         ? (await tenantRepo.findActiveMembership(trx, input.tenant_id, user.id)) && input.tenant_id
         : await tenantRepo.findFirstActiveTenantOfUser(trx, user.id);
@@ -93,9 +102,123 @@ export class AuthService {
     });
   }
 
+  async refresh(refreshToken: string): Promise<TokenPair> {
+    const now = this.#now();
+    // The outcome is returned, not thrown, so that revoking a stolen family commits.
+    const outcome = await this.#db.asSystem(async (trx): Promise<TokenPair | AppError> => {
+      const token = await repo.findRefreshTokenByHash(trx, hashOpaqueToken(refreshToken));
+      if (!token || token.revoked_at || token.expires_at <= now) return invalidRefreshToken();
+      if (token.rotated_at) {
+        if (now.getTime() - token.rotated_at.getTime() > REFRESH_REUSE_GRACE_MS) {
+          await repo.revokeFamily(trx, token.family_id, now);
+          this.#logger.warn({ family_id: token.family_id, user_id: token.user_id }, 'refresh token reused: login revoked');
+        }
+        return invalidRefreshToken();
+      }
+      if (!(await repo.claimRefreshToken(trx, token.id, now))) return invalidRefreshToken();
+      if (!(await tenantRepo.findActiveMembership(trx, token.tenant_id, token.user_id))) {
+        await repo.revokeFamily(trx, token.family_id, now);
+        return forbidden('You are no longer an active member of this tenant');
+      }
+      return this.#continueSession(trx, token.user_id, token.tenant_id, token.family_id);
+    });
+    if (outcome instanceof AppError) throw outcome;
+    return outcome;
+  }
+
+  async logout(refreshToken: string): Promise<{ logged_out: true }> {
+    await this.#db.asSystem(async (trx) => {
+      const token = await repo.findRefreshTokenByHash(trx, hashOpaqueToken(refreshToken));
+      if (token) await repo.revokeFamily(trx, token.family_id, this.#now());
+    });
+    return { logged_out: true };
+  }
+
+  async verifyEmail(token: string): Promise<Schemas['VerifyEmailResult']> {
+    return this.#db.asSystem(async (trx) => {
+      const row = await this.#useMailToken(trx, token, 'verify_email');
+      await repo.updateUser(trx, row.user_id, { email_verified_at: this.#now() });
+      return { user_id: row.user_id, email_verified: true as const };
+    });
+  }
+
+  async forgotPassword(email: string): Promise<{ accepted: true }> {
+    const reset = newOpaqueToken();
+    const user = await this.#db.asSystem(async (trx) => {
+      const found = await repo.findUserByEmail(trx, email);
+      if (found) await this.#issueMailToken(trx, 'reset_password', found.id, null, reset.hash, RESET_PASSWORD_TTL_MS);
+      return found;
+    });
+    if (user) this.#sendLater(passwordResetMail(user.email, `${this.#appUrl}/reset-password?token=${reset.token}`));
+    return { accepted: true };
+  }
+
+  async resetPassword(input: Schemas['ResetPasswordRequest']): Promise<{ password_reset: true }> {
+    const passwordHash = await this.#passwords.hash(input.password);
+    await this.#db.asSystem(async (trx) => {
+      const row = await this.#useMailToken(trx, input.token, 'reset_password');
+      const now = this.#now();
+      // Whoever holds the mailbox holds the account: the address counts as verified from here on.
+      const user = await repo.findUser(trx, row.user_id);
+      await repo.updateUser(trx, row.user_id, { password_hash: passwordHash, ...(user?.email_verified_at ? {} : { email_verified_at: now }) });
+      await repo.revokeUserFamilies(trx, row.user_id, now);
+    });
+    return { password_reset: true };
+  }
+
+  async acceptInvitation(input: Schemas['AcceptInvitationRequest']): Promise<TokenPair> {
+    const passwordHash = input.password ? await this.#passwords.hash(input.password) : undefined;
+    return this.#db.asSystem(async (trx) => {
+      const row = await this.#useMailToken(trx, input.token, 'invitation');
+      const user = await repo.findUser(trx, row.user_id);
+      if (!user || !row.tenant_id) throw invalidMailToken();
+      if (!user.password_hash) {
+        const missing = [
+          ...(input.name ? [] : [{ path: '/body/name', message: 'is required for a person without an account' }]),
+          ...(passwordHash ? [] : [{ path: '/body/password', message: 'is required for a person without an account' }]),
+        ];
+        if (missing.length > 0) throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', { fieldErrors: missing });
+      }
+      await repo.updateUser(trx, user.id, {
+        ...(!user.password_hash && passwordHash ? { password_hash: passwordHash } : {}),
+        ...(!user.password_hash && input.name ? { name: input.name } : {}),
+        ...(user.email_verified_at ? {} : { email_verified_at: this.#now() }),
+      });
+      // The invitation may have been withdrawn (member removed) since the mail was sent.
+      if (!(await tenantRepo.activateMembership(trx, row.tenant_id, user.id))) throw invalidMailToken();
+      return this.#startSession(trx, user.id, row.tenant_id);
+    });
+  }
+
+  // ---- internals -------------------------------------------------------------------------------------
+
+  async #issueMailToken(trx: Tx, purpose: MailTokenPurpose, userId: string, tenantId: string | null, hash: Buffer, ttlMs: number) {
+    await repo.insertMailToken(trx, {
+      id: newId('session'),
+      purpose,
+      user_id: userId,
+      tenant_id: tenantId,
+      token_hash: hash,
+      expires_at: new Date(this.#now().getTime() + ttlMs),
+    });
+  }
+
+  // Locks the token for this transaction and marks it used: if anything after this throws, the
+  // transaction rolls back and the link still works.
+  async #useMailToken(trx: Tx, token: string, purpose: MailTokenPurpose) {
+    const now = this.#now();
+    const row = await repo.lockUsableMailToken(trx, hashOpaqueToken(token), purpose, now);
+    if (!row) throw invalidMailToken();
+    await repo.markMailTokenUsed(trx, row.id, now);
+    return row;
+  }
+
   // A login starts a refresh-token family; each refresh continues it with a new token.
-  async #startSession(trx: Tx, userId: string, tenantId: string): Promise<TokenPair> {
-    const familyId = newId('session');
+  #startSession(trx: Tx, userId: string, tenantId: string): Promise<TokenPair> {
+    return this.#continueSession(trx, userId, tenantId, newId('session'));
+  }
+
+  async #continueSession(trx: Tx, userId: string, tenantId: string, familyId: string): Promise<TokenPair> {
     const refresh = newOpaqueToken();
     await repo.insertRefreshToken(trx, {
       id: newId('session'),
@@ -111,5 +234,11 @@ export class AuthService {
       token_type: 'Bearer',
       expires_in: ACCESS_TOKEN_TTL_SECONDS,
     };
+  }
+
+  // Mail goes out after the transaction commits; a failed send is logged, never turned into an error
+  // for the caller (forgot-password must answer the same whatever happens).
+  #sendLater(message: Parameters<Mailer['send']>[0]): void {
+    this.#mailer.send(message).catch((err) => this.#logger.error({ err, to: message.to, subject: message.subject }, 'mail failed'));
   }
 }

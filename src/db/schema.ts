@@ -52,6 +52,10 @@ export interface DB {
   users: UsersTable;
   memberships: MembershipsTable;
   refresh_tokens: RefreshTokensTable;
+  departments: DepartmentsTable;
+  department_members: DepartmentMembersTable;
+  api_keys: ApiKeysTable;
+  mail_tokens: MailTokensTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -62,3 +66,49 @@ export type NewUser = Insertable<UsersTable>;
 export type Membership = Selectable<MembershipsTable>;
 export type NewMembership = Insertable<MembershipsTable>;
 export type NewRefreshToken = Insertable<RefreshTokensTable>;
+
+export interface DepartmentsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: Generated<string>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface DepartmentMembersTable {
+  tenant_id: string;
+  department_id: string;
+  user_id: string;
+  created_at: CreatedAt;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  scopes: string[];
+  prefix: string;
+  key_hash: Buffer;
+  created_by: string | null;
+  created_at: CreatedAt;
+  rotated_at: Date | null;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export type MailTokenPurpose = 'verify_email' | 'reset_password' | 'invitation';
+
+export interface MailTokensTable {
+  id: string;
+  purpose: MailTokenPurpose;
+  user_id: string;
+  tenant_id: string | null;
+  token_hash: Buffer;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: CreatedAt;
+}
+
+export type Department = Selectable<DepartmentsTable>;
+export type ApiKey = Selectable<ApiKeysTable>;

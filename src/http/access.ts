@@ -17,7 +17,8 @@ export interface ActiveMembership {
 /** What the access middleware needs from the rest of the app. */
 export interface AccessDeps {
   tokens: TokenService;
-  findActiveMembership(tenantId: string, userId: string): Promise<ActiveMembership | undefined>;
+  /** Whether the login is live, and the role and seat in the tenant if the membership there is active. */
+  findSession(tenantId: string, userId: string, sessionId: string): Promise<{ sessionLive: boolean; membership: ActiveMembership | undefined }>;
   /** Resolves an API key to its tenant and scopes; undefined when unknown or revoked. */
   findApiKey(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[] } | undefined>;
 }
@@ -59,7 +60,8 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
       if (!bearerAllowed) throw forbidden('This operation does not accept user tokens');
       const claims = deps.tokens.verifyAccessToken(match[1]);
       const tenantId = tenantHeader ?? claims.tenantId;
-      const membership = await deps.findActiveMembership(tenantId, claims.userId);
+      const { sessionLive, membership } = await deps.findSession(tenantId, claims.userId, claims.sessionId);
+      if (!sessionLive) throw unauthenticated('The login has ended (logged out, or the password was reset): log in again');
       if (!membership) throw forbidden('You are not an active member of this tenant');
       res.locals.principal = { kind: 'user', userId: claims.userId, tenantId, sessionId: claims.sessionId, ...membership };
       enforceAccessRule(operation['x-access'] as AccessRule | undefined, membership);

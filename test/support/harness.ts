@@ -5,8 +5,27 @@ import { PasswordHasher } from '../../src/auth/password.ts';
 import { TokenService } from '../../src/auth/tokens.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { type Mailer, type MailMessage } from '../../src/mail/mailer.ts';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+
+/** Mail the shared app sent, newest last. Tests that need real SMTP start their own server. */
+export const sentMail: MailMessage[] = [];
+const memoryMailer: Mailer = {
+  send: async (m) => {
+    sentMail.push(m);
+  },
+  close: async () => undefined,
+};
+
+export const TEST_CONFIG: AppDeps['config'] = {
+  validateResponses: true,
+  appUrl: 'http://app.test',
+  // High enough that the suite never meets it; the rate-limit tests build apps with low limits.
+  rateLimits: { perMinute: 1_000_000, login: 1_000_000, forgotPassword: 1_000_000 },
+  trustProxy: 'loopback',
+  requireHttps: false,
+};
 
 export interface Harness {
   database: Database;
@@ -24,11 +43,12 @@ export function getHarness(): Promise<Harness> {
   harness ??= (async () => {
     const database = await openTestDatabase(process.env.DATABASE_URL);
     const deps: AppDeps = {
-      config: { validateResponses: true },
+      config: TEST_CONFIG,
       logger: pino({ level: process.env.LOG_LEVEL ?? 'silent' }),
       database,
       tokens: new TokenService(TEST_JWT_SECRET),
       passwords: new PasswordHasher(Number(process.env.BCRYPT_COST ?? 4)),
+      mailer: memoryMailer,
     };
     return {
       database,

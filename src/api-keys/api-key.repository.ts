@@ -1,0 +1,62 @@
+import type { Tx } from '../db/database.ts';
+
+const PUBLIC_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'created_at', 'rotated_at', 'last_used_at'] as const;
+
+export async function insertApiKey(
+  trx: Tx,
+  key: { id: string; tenant_id: string; name: string; scopes: string[]; prefix: string; key_hash: Buffer; created_by: string },
+) {
+  return trx.insertInto('api_keys').values(key).returning(PUBLIC_COLUMNS).executeTakeFirstOrThrow();
+}
+
+export async function listLiveApiKeys(trx: Tx, page: { limit: number; offset: number }) {
+  const rows = await trx
+    .selectFrom('api_keys')
+    .select(PUBLIC_COLUMNS)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  const { total } = await trx
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return { rows, total };
+}
+
+export async function revokeApiKey(trx: Tx, id: string, now: Date): Promise<boolean> {
+  const result = await trx
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function replaceApiKeySecret(trx: Tx, id: string, secret: { prefix: string; key_hash: Buffer }, now: Date) {
+  return trx
+    .updateTable('api_keys')
+    .set({ ...secret, rotated_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .returning(PUBLIC_COLUMNS)
+    .executeTakeFirst();
+}
+
+/** Authentication lookup, across tenants (system role). */
+export async function findLiveApiKeyByHash(trx: Tx, hash: Buffer) {
+  return trx
+    .selectFrom('api_keys')
+    .select(['id', 'tenant_id', 'scopes', 'last_used_at'])
+    .where('key_hash', '=', hash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function touchApiKey(trx: Tx, id: string, now: Date) {
+  await trx.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', id).execute();
+}

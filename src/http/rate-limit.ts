@@ -1,0 +1,77 @@
+import type { Request, RequestHandler } from 'express';
+import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
+import { RedisStore, type SendCommandFn } from 'rate-limit-redis';
+import { AppError } from '../shared/errors.ts';
+import type { Principal } from './access.ts';
+
+export interface RateLimitSettings {
+  perMinute: number;
+  login: number;
+  forgotPassword: number;
+}
+
+/** With Redis every instance counts into one budget; without it each process counts its own. */
+export type RateLimitStoreFactory = (name: string) => Store | undefined;
+
+export function redisStoreFactory(sendCommand: SendCommandFn, namespace = 'chat'): RateLimitStoreFactory {
+  return (name) => new RedisStore({ sendCommand, prefix: `${namespace}:rl:${name}:` });
+}
+
+const operationIdOf = (req: Request): string | undefined =>
+  (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+
+const UNLIMITED_OPERATIONS = new Set(['getHealth', 'getReady']);
+
+const clientAddress = (req: Request) => ipKeyGenerator(req.ip ?? 'unknown');
+const emailOf = (req: Request) => String((req.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase();
+
+// The three budgets of the DESIGN: per credential (or address, for anonymous calls); login per e-mail
+// and address; forgot-password per e-mail. They run after authentication, so they know the caller.
+export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitStoreFactory): RequestHandler[] {
+  const common = {
+    standardHeaders: 'draft-8' as const,
+    legacyHeaders: false,
+    handler: ((req, res, next) => {
+      const retryAfter = res.getHeader('Retry-After');
+      next(new AppError('ERR_RATE_LIMITED', `Too many requests; retry after ${retryAfter ?? 'a while'} seconds`));
+    }) as Parameters<typeof rateLimit>[0] extends infer O ? (O extends { handler?: infer H } ? H : never) : never,
+  };
+  const withStore = (name: string) => {
+    const store = storeFor(name);
+    return store ? { store } : {};
+  };
+  return [
+    rateLimit({
+      ...common,
+      ...withStore('requests'),
+      identifier: 'requests',
+      windowMs: 60_000,
+      limit: settings.perMinute,
+      skip: (req) => UNLIMITED_OPERATIONS.has(operationIdOf(req) ?? ''),
+      keyGenerator: (req, res) => {
+        const principal = res.locals.principal as Principal | undefined;
+        if (principal?.kind === 'user') return `user:${principal.userId}`;
+        if (principal?.kind === 'api_key') return `key:${principal.keyId}`;
+        return `addr:${clientAddress(req)}`;
+      },
+    }),
+    rateLimit({
+      ...common,
+      ...withStore('login'),
+      identifier: 'login',
+      windowMs: 15 * 60_000,
+      limit: settings.login,
+      skip: (req) => operationIdOf(req) !== 'login',
+      keyGenerator: (req) => `${emailOf(req)}|${clientAddress(req)}`,
+    }),
+    rateLimit({
+      ...common,
+      ...withStore('forgot'),
+      identifier: 'forgot-password',
+      windowMs: 60 * 60_000,
+      limit: settings.forgotPassword,
+      skip: (req) => operationIdOf(req) !== 'forgotPassword',
+      keyGenerator: (req) => emailOf(req),
+    }),
+  ];
+}

@@ -1,0 +1,43 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  /** The link the mail is about, logged when mail goes to files so a developer can follow it. */
+  link?: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+  close(): Promise<void>;
+}
+
+// With SMTP_URL: real SMTP. Without: each mail is written as an .eml file under DATA_DIR/mail and its
+// link logged, so sign-up and password reset work on a bare machine.
+export function createMailer(options: { smtpUrl?: string | undefined; from: string; dataDir: string; logger: Logger }): Mailer {
+  if (options.smtpUrl) {
+    const transport = nodemailer.createTransport(options.smtpUrl);
+    return {
+      send: async (m) => {
+        await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text });
+      },
+      close: async () => transport.close(),
+    };
+  }
+  const dir = join(options.dataDir, 'mail');
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    send: async (m) => {
+      const info = await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text });
+      await mkdir(dir, { recursive: true });
+      const file = join(dir, `${new Date().toISOString().replaceAll(':', '-')}-${info.messageId.replace(/[^\w.-]/g, '')}.eml`);
+      await writeFile(file, info.message as Buffer);
+      options.logger.info({ to: m.to, subject: m.subject, file, link: m.link }, 'mail written to file (no SMTP_URL)');
+    },
+    close: async () => undefined,
+  };
+}
