@@ -40,7 +40,7 @@ export interface RefreshTokensTable {
   family_id: string;
   user_id: string;
   tenant_id: string;
-  token_hash: Buffer;
+  token_hash: Uint8Array;
   expires_at: Date;
   rotated_at: Date | null;
   revoked_at: Date | null;
@@ -89,7 +89,7 @@ export interface ApiKeysTable {
   name: string;
   scopes: string[];
   prefix: string;
-  key_hash: Buffer;
+  key_hash: Uint8Array;
   created_by: string | null;
   created_at: CreatedAt;
   rotated_at: Date | null;
@@ -104,7 +104,7 @@ export interface MailTokensTable {
   purpose: MailTokenPurpose;
   user_id: string;
   tenant_id: string | null;
-  token_hash: Buffer;
+  token_hash: Uint8Array;
   expires_at: Date;
   used_at: Date | null;
   created_at: CreatedAt;

@@ -116,7 +116,7 @@ export class TenantService {
         if (existing) {
           if (await repo.findMembershipAnyStatus(trx, tenantId, existing.id)) throw conflict('That person is already a member of this tenant');
           await repo.insertMembership(trx, { tenant_id: tenantId, user_id: existing.id, role: input.role, seat, status: 'active' });
-          return { tenant, userId: existing.id, invited: false };
+          return { tenant, userId: existing.id, email: existing.email, invited: false };
         }
         const created = await authRepo.insertUser(trx, {
           id: newId('user'),
@@ -133,16 +133,16 @@ export class TenantService {
           token_hash: invitation.hash,
           expires_at: new Date(Date.now() + INVITATION_TTL_MS),
         });
-        return { tenant, userId: created.id, invited: true };
+        return { tenant, userId: created.id, email: created.email, invited: true };
       })
       .catch((err) => {
         if (isUniqueViolation(err)) throw conflict('That person is already a member of this tenant');
         throw err;
       });
     const mail = outcome.invited
-      ? invitationMail(input.email, outcome.tenant.name, `${this.#appUrl}/accept-invitation?token=${invitation.token}`)
-      : addedToTenantMail(input.email, outcome.tenant.name);
-    this.#mailer.send(mail).catch((err) => this.#logger.error({ err, to: input.email }, 'member mail failed'));
+      ? invitationMail(outcome.email, outcome.tenant.name, `${this.#appUrl}/accept-invitation?token=${invitation.token}`)
+      : addedToTenantMail(outcome.email, outcome.tenant.name);
+    this.#mailer.send(mail).catch((err) => this.#logger.error({ err, to: outcome.email }, 'member mail failed'));
     const member = await this.#database.withTenant(tenantId, (trx) => repo.findMember(trx, outcome.userId));
     return toMemberDto(member!);
   }
