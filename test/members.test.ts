@@ -91,9 +91,9 @@ describe('members', () => {
     ]);
     // Truly concurrent (PostgreSQL), the loser finds one owner left: 409. Serialised (PGlite), the loser
     // has already been demoted by the time it is checked: 403. Either way one owner remains.
-    const [first, second] = results.map((r) => r.status).sort();
-    expect(first).to.equal(200);
-    expect(second).to.be.oneOf([403, 409]);
+    const [winner, loser] = results.map((r) => r.status).sort();
+    expect(winner).to.equal(200);
+    expect(loser).to.be.oneOf([403, 409]);
     const owners = await database.withTenant(t.tenantId, (trx) => trx.selectFrom('memberships').select('user_id').where('role', '=', 'owner').execute());
     expect(owners).to.have.length(1);
   });
