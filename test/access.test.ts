@@ -1,0 +1,122 @@
+import { expect } from 'chai';
+import request from 'supertest';
+import { loadContract } from '../src/http/contract.ts';
+import { newId, newUuid } from '../src/shared/ids.ts';
+import { addMember, createTenant, login, type TestTenant } from './support/factories.ts';
+import { getHarness } from './support/harness.ts';
+import { expectProblem } from './support/problem.ts';
+
+// Walks every operation of the contract and proves that each refuses what its `security` and
+// `x-access` say it must. Access is checked before the request is validated, so no bodies are needed.
+const contract = loadContract();
+const ALL_SCOPES: string[] = contract.document.components.schemas.ApiKeyScope.enum;
+
+interface Fixture {
+  tenant: TestTenant;
+  /** Whom {userId} names: a member the walk may change or remove without locking itself out. */
+  targetUserId: string;
+  agentToken: string;
+  liteOwnerToken: string;
+  fullKey: string;
+  /** A key with one scope that no operation asks for alone. */
+  poorKey: string;
+}
+
+function operationObject(path: string, method: string) {
+  return contract.document.paths[path][method] as {
+    security?: Record<string, string[]>[];
+    'x-access'?: { roles?: string[]; seat?: string };
+    parameters?: { $ref?: string; name?: string }[];
+  };
+}
+
+// Path parameters filled with well-formed values: the caller's own tenant and user, fresh ids otherwise.
+function concretePath(path: string, fx: Fixture): string {
+  const item = contract.document.paths[path];
+  const refs = [...(item.parameters ?? [])].map((p: { $ref: string }) => p.$ref?.split('/').pop());
+  return (
+    '/api' +
+    path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+      if (name === 'userId') return fx.targetUserId;
+      if (refs.includes('TenantIdPath')) return fx.tenant.tenantId;
+      if (refs.includes('DepartmentIdPath')) return newUuid();
+      if (refs.includes('ApiKeyIdPath')) return newId('apiKey');
+      throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
+    })
+  );
+}
+
+async function call(method: string, path: string, headers: Record<string, string>) {
+  const { app } = await getHarness();
+  const agent = request(app) as unknown as Record<string, (p: string) => request.Test>;
+  return agent[method]!(path).set(headers);
+}
+
+describe('access rules of every operation in the contract', () => {
+  const fx = {} as Fixture;
+
+  before(async () => {
+    const { app } = await getHarness();
+    fx.tenant = await createTenant();
+    const agent = await addMember(fx.tenant, { role: 'agent', seat: 'full' });
+    const liteOwner = await addMember(fx.tenant, { role: 'owner', seat: 'lite' });
+    fx.agentToken = await login(agent.email);
+    fx.targetUserId = (await addMember(fx.tenant, { role: 'agent' })).userId;
+    fx.liteOwnerToken = await login(liteOwner.email);
+    const auth = { Authorization: `Bearer ${fx.tenant.owner.accessToken}` };
+    fx.fullKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'all', scopes: ALL_SCOPES }).expect(201)).body.key;
+    fx.poorKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'poor', scopes: ['webhooks:read'] }).expect(201)).body.key;
+  });
+
+  for (const op of contract.operations) {
+    const spec = operationObject(op.path, op.method);
+    const security = spec.security ?? contract.document.security ?? [];
+    const isPublic = security.length === 0 || security.some((r) => Object.keys(r).length === 0);
+    const apiKeyScopes = security.find((r) => 'apiKeyAuth' in r)?.apiKeyAuth;
+    const roles = spec['x-access']?.roles;
+    const label = `${op.operationId} (${op.method.toUpperCase()} ${op.path})`;
+
+    if (isPublic) {
+      it(`${label} is public: no credential is needed`, async () => {
+        const res = await call(op.method, concretePath(op.path, fx), {});
+        expect(res.status, res.text).not.to.be.oneOf([401, 403]);
+      });
+      continue;
+    }
+
+    it(`${label}: no credential is 401`, async () => {
+      expectProblem(await call(op.method, concretePath(op.path, fx), {}), 401, 'ERR_UNAUTHENTICATED');
+    });
+
+    it(`${label}: an owner's token gets past the access rules`, async () => {
+      const res = await call(op.method, concretePath(op.path, fx), { Authorization: `Bearer ${fx.tenant.owner.accessToken}` });
+      expect(res.status, res.text).not.to.be.oneOf([401, 403]);
+    });
+
+    if (!apiKeyScopes) {
+      it(`${label}: an API key is 403 ERR_USER_TOKEN_REQUIRED`, async () => {
+        const res = await call(op.method, concretePath(op.path, fx), { 'X-API-Key': fx.fullKey, 'X-Tenant-ID': fx.tenant.tenantId });
+        expectProblem(res, 403, 'ERR_USER_TOKEN_REQUIRED');
+      });
+    } else {
+      it(`${label}: an API key without ${apiKeyScopes.join(', ')} is 403; with it, it gets past`, async () => {
+        const path = concretePath(op.path, fx);
+        expectProblem(await call(op.method, path, { 'X-API-Key': fx.poorKey, 'X-Tenant-ID': fx.tenant.tenantId }), 403, 'ERR_FORBIDDEN');
+        const res = await call(op.method, path, { 'X-API-Key': fx.fullKey, 'X-Tenant-ID': fx.tenant.tenantId });
+        expect(res.status, res.text).not.to.be.oneOf([401, 403]);
+      });
+    }
+
+    if (roles && !roles.includes('agent')) {
+      it(`${label}: an agent is 403 (needs ${roles.join(' or ')})`, async () => {
+        expectProblem(await call(op.method, concretePath(op.path, fx), { Authorization: `Bearer ${fx.agentToken}` }), 403, 'ERR_FORBIDDEN');
+      });
+    }
+
+    if (spec['x-access']?.seat === 'full') {
+      it(`${label}: a lite seat is 403 ERR_LITE_SEAT`, async () => {
+        expectProblem(await call(op.method, concretePath(op.path, fx), { Authorization: `Bearer ${fx.liteOwnerToken}` }), 403, 'ERR_LITE_SEAT');
+      });
+    }
+  }
+});
