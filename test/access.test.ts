@@ -70,7 +70,7 @@ describe('access rules of every operation in the contract', () => {
 
   for (const op of contract.operations) {
     const spec = operationObject(op.path, op.method);
-    const security = spec.security ?? contract.document.security ?? [];
+    const security: Record<string, string[]>[] = spec.security ?? contract.document.security ?? [];
     const isPublic = security.length === 0 || security.some((r) => Object.keys(r).length === 0);
     const apiKeyScopes = security.find((r) => 'apiKeyAuth' in r)?.apiKeyAuth;
     const roles = spec['x-access']?.roles;
