@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { bool, cleanEnv, makeValidator, num, str, url } from 'envalid';
 
 // Every variable the service reads. Validation reports all bad variables at once, not the first.
@@ -40,6 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       REDIS_URL: url({ default: undefined }),
       JWT_SECRET: str({ default: '', desc: 'HS256 key for access tokens; required in production' }),
       BCRYPT_COST: positiveInt(4, 15)({ default: 12 }),
+      PASSWORD_THREADS: positiveInt(0, 64)({ default: 0, desc: 'worker threads for password hashing; 0: one less than the cores' }),
       LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
       VALIDATE_RESPONSES: bool({ default: true, desc: 'check every response against the contract' }),
       SHUTDOWN_TIMEOUT_MS: num({ default: 10_000 }),
@@ -78,6 +80,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     redisUrl: e.REDIS_URL,
     jwtSecret: e.JWT_SECRET || undefined,
     bcryptCost: e.BCRYPT_COST,
+    // Hashing must leave a core to the event loop, or every request waits behind the logins.
+    passwordThreads: e.PASSWORD_THREADS || Math.max(1, availableParallelism() - 1),
     logLevel: e.LOG_LEVEL,
     validateResponses: e.VALIDATE_RESPONSES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

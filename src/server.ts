@@ -29,7 +29,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
   const tokens = new TokenService(await resolveJwtSecret(config.jwtSecret, config.dataDir));
-  const passwords = new PasswordHasher(config.bcryptCost);
+  const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
   const redis = config.redisUrl ? createClient({ url: config.redisUrl }) : undefined;
   if (redis) {

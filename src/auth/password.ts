@@ -7,11 +7,11 @@ export class PasswordHasher {
   readonly #cost: number;
   #dummyHash: Promise<string> | undefined;
 
-  constructor(cost: number, threads = 2) {
+  constructor(cost: number, threads = 1) {
     this.#cost = cost;
     this.#pool = new Piscina({
       filename: new URL('./password.worker.ts', import.meta.url).href,
-      minThreads: 1,
+      minThreads: threads,
       maxThreads: threads,
     });
   }
