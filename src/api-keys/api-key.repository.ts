@@ -1,4 +1,5 @@
 import type { Tx } from '../db/database.ts';
+import { offsetPage } from '../db/paginate.ts';
 
 const PUBLIC_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'created_at', 'rotated_at', 'last_used_at'] as const;
 
@@ -10,21 +11,10 @@ export async function insertApiKey(
 }
 
 export async function listLiveApiKeys(trx: Tx, page: { limit: number; offset: number }) {
-  const rows = await trx
-    .selectFrom('api_keys')
-    .select(PUBLIC_COLUMNS)
-    .where('revoked_at', 'is', null)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { total } = await trx
-    .selectFrom('api_keys')
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .where('revoked_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  return { rows, total };
+  return offsetPage(
+    trx.selectFrom('api_keys').select(PUBLIC_COLUMNS).where('revoked_at', 'is', null).orderBy('created_at', 'desc').orderBy('id', 'desc'),
+    page,
+  );
 }
 
 export async function revokeApiKey(trx: Tx, id: string, now: Date): Promise<boolean> {

@@ -1,21 +1,10 @@
 import type { Tx } from '../db/database.ts';
+import { offsetPage } from '../db/paginate.ts';
 
 // Every query runs as the request role: row-level security keeps them inside the tenant.
 
 export async function listDepartments(trx: Tx, page: { limit: number; offset: number }) {
-  const rows = await trx
-    .selectFrom('departments')
-    .selectAll()
-    .orderBy('name')
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { total } = await trx
-    .selectFrom('departments')
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
-  return { rows, total };
+  return offsetPage(trx.selectFrom('departments').selectAll().orderBy('name').orderBy('id'), page);
 }
 
 export async function findDepartment(trx: Tx, id: string, options: { lock?: boolean } = {}) {

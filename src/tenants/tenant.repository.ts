@@ -1,4 +1,5 @@
 import type { Tx } from '../db/database.ts';
+import { offsetPage } from '../db/paginate.ts';
 import type { NewMembership, NewTenant } from '../db/schema.ts';
 
 export async function insertTenant(trx: Tx, tenant: NewTenant) {
@@ -39,20 +40,15 @@ export async function findFirstActiveTenantOfUser(trx: Tx, userId: string) {
 
 // No tenant filter here: the request role only sees the current tenant's memberships (row-level security).
 export async function listMembers(trx: Tx, page: { limit: number; offset: number }) {
-  const rows = await trx
-    .selectFrom('memberships as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select(['m.user_id', 'u.email', 'u.name', 'm.role', 'm.seat', 'm.status', 'm.created_at'])
-    .orderBy('m.created_at')
-    .orderBy('m.user_id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { total } = await trx
-    .selectFrom('memberships')
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
-  return { rows, total };
+  return offsetPage(
+    trx
+      .selectFrom('memberships as m')
+      .innerJoin('users as u', 'u.id', 'm.user_id')
+      .select(['m.user_id', 'u.email', 'u.name', 'm.role', 'm.seat', 'm.status', 'm.created_at'])
+      .orderBy('m.created_at')
+      .orderBy('m.user_id'),
+    page,
+  );
 }
 
 export async function lockTenant(trx: Tx, id: string) {
