@@ -276,6 +276,256 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/canned-responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List canned responses
+         * @description By shortcut. `q` matches the start of a shortcut or words in the title.
+         */
+        get: operations["listCannedResponses"];
+        put?: never;
+        /**
+         * Create a canned response
+         * @description The shortcut is unique in the tenant (409 ERR_CONFLICT).
+         */
+        post: operations["createCannedResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/canned-responses/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Canned response identifier */
+                id: components["parameters"]["CannedResponseIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a canned response */
+        delete: operations["deleteCannedResponse"];
+        options?: never;
+        head?: never;
+        /** Update a canned response */
+        patch: operations["updateCannedResponse"];
+        trace?: never;
+    };
+    "/v1/contacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or search contacts
+         * @description Newest first. `q` searches name, e-mail, phone and company. Page with `cursor`.
+         */
+        get: operations["listContacts"];
+        put?: never;
+        /**
+         * Create a contact
+         * @description The e-mail address is unique in the tenant (409 ERR_CONFLICT).
+         */
+        post: operations["createContact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Contact identifier */
+                id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a contact */
+        get: operations["getContact"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a contact
+         * @description Conversations with the contact are kept, without it.
+         */
+        delete: operations["deleteContact"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a contact
+         * @description Fields set to null are cleared; `custom_attributes` merges key by key (null removes a key).
+         */
+        patch: operations["updateContact"];
+        trace?: never;
+    };
+    "/v1/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List conversations
+         * @description Newest activity first. Page with `offset`, or with `cursor` (the `next_cursor` of the previous
+         *     page), not both. Cursor pages cost the same however deep they go.
+         */
+        get: operations["listConversations"];
+        put?: never;
+        /**
+         * Start a conversation with a visitor or contact
+         * @description Open, or assigned to the caller when a member starts it with a first message. Emits conversation.created.
+         */
+        post: operations["createConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a conversation */
+        get: operations["getConversation"];
+        /**
+         * Change status, priority or subject
+         * @description `status: closed` closes the conversation exactly as POST close does; `status: open` on a closed one
+         *     reopens it exactly as POST reopen does (a user token is needed for that). The status it already
+         *     has changes nothing. Priority and subject changes emit conversation.updated.
+         */
+        put: operations["updateConversation"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assign to a member, or unassign
+         * @description An open or assigned conversation becomes assigned (or open, with `user_id: null`). A closed one is
+         *     409 ERR_CONVERSATION_CLOSED. The member must be active in the team (422 ERR_USER_NOT_IN_TENANT) and
+         *     hold a full seat (422 ERR_ASSIGNEE_LITE_SEAT). Emits conversation.assigned.
+         */
+        post: operations["assignConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a conversation
+         * @description In one transaction: status closed, a system message the visitor sees, a pending satisfaction
+         *     survey with its prompt to the visitor, and conversation.closed. Messages are kept. Closing a
+         *     closed conversation is 409 ERR_CONVERSATION_CLOSED.
+         */
+        post: operations["closeConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/reopen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reopen a closed conversation
+         * @description Status open, unassigned (assigned_user_id null); the department and the bot state are kept; the
+         *     visitor sees a short notice; emits conversation.reopened. A conversation that is not closed is
+         *     409 ERR_CONVERSATION_NOT_CLOSED.
+         */
+        post: operations["reopenConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Transfer to a member or a department
+         * @description Exactly one target (else 400 ERR_TRANSFER_TARGET). For a department, one of its active full-seat
+         *     members is picked: online first, then away, then offline; among equals the fewest open
+         *     conversations, then the longest since their last assignment. The note is kept as an internal
+         *     note; the visitor sees a short notice without names; the recipient is told directly; emits
+         *     conversation.transferred. A closed conversation is 409 ERR_CONVERSATION_CLOSED.
+         */
+        post: operations["transferConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/departments": {
         parameters: {
             query?: never;
@@ -346,6 +596,116 @@ export interface paths {
          * @description Idempotent.
          */
         delete: operations["removeDepartmentMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's events, oldest first
+         * @description The same events the WebSocket delivers, for integrations that poll. Start without `after`, then
+         *     pass the `next_cursor` of each answer: nothing is missed or repeated, even when the changes that
+         *     made events committed out of order. Events are kept 7 days.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message or an internal note
+         * @description A closed conversation is 409 ERR_CONVERSATION_CLOSED. With an `Idempotency-Key`, a retry with the
+         *     same body answers the first answer instead of sending again; the same key with another body is
+         *     409 ERR_IDEMPOTENCY_MISMATCH. Emits message.created.
+         */
+        post: operations["sendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/{conversation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                conversation_id: components["parameters"]["ConversationIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A conversation's messages
+         * @description Newest first; `next_cursor` goes back in time.
+         */
+        get: operations["listMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/{conversation_id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                conversation_id: components["parameters"]["ConversationIdParam"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a conversation's messages read
+         * @description Keeps a read mark per reader (member or API key) and emits message.read.
+         */
+        post: operations["markConversationRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/team/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The team, with presence and workload
+         * @description Active members. With `include=presence`, each carries `presence` and `open_conversations`.
+         */
+        get: operations["listTeamMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -455,6 +815,26 @@ export interface paths {
         patch: operations["updateTenantMember"];
         trace?: never;
     };
+    "/v1/visitors/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Visitor identifier */
+                id: components["parameters"]["VisitorIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Details of a visitor */
+        get: operations["getVisitor"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -504,6 +884,165 @@ export interface components {
             /** @description The key's value; shown only in this answer */
             key: string;
         };
+        AssignRequest: {
+            /** @description The member to assign, or null to unassign */
+            user_id: components["schemas"]["UserRef"] | null;
+        };
+        /** @enum {string} */
+        BotState: "active" | "handed_off" | "off";
+        CannedResponse: {
+            content: string;
+            created_at: components["schemas"]["Timestamp"];
+            created_by: string | null;
+            id: components["schemas"]["CannedResponseId"];
+            shortcut: string;
+            title: string;
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        CannedResponseCreate: {
+            content: string;
+            shortcut: components["schemas"]["Shortcut"];
+            title: string;
+        };
+        /**
+         * @description Canned response identifier (cr_ and a UUIDv7)
+         * @example cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a73
+         */
+        CannedResponseId: string;
+        CannedResponseList: {
+            data: components["schemas"]["CannedResponse"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        CannedResponseUpdate: {
+            content?: string;
+            shortcut?: components["schemas"]["Shortcut"];
+            title?: string;
+        };
+        Contact: {
+            company: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            custom_attributes: components["schemas"]["CustomAttributes"];
+            email: string | null;
+            id: components["schemas"]["ContactId"];
+            name: string | null;
+            phone: string | null;
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        ContactCreate: {
+            company?: string;
+            custom_attributes?: components["schemas"]["CustomAttributes"];
+            email?: components["schemas"]["Email"];
+            name?: string;
+            phone?: string;
+        };
+        /**
+         * @description Contact identifier (ct_ and a UUIDv7)
+         * @example ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72
+         */
+        ContactId: string;
+        ContactList: {
+            data: components["schemas"]["Contact"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        ContactUpdate: {
+            company?: string | null;
+            custom_attributes?: components["schemas"]["CustomAttributes"];
+            email?: components["schemas"]["Email"] | null;
+            name?: string | null;
+            phone?: string | null;
+        };
+        Conversation: {
+            /** @description The assigned member (usr_…), or null. Always equal to assigned_user_id. */
+            assigned_to: string | null;
+            /** @description The assigned member (usr_…), or null. Always equal to assigned_to. */
+            assigned_user_id: string | null;
+            bot_state: components["schemas"]["BotState"];
+            closed_at: components["schemas"]["NullableTimestamp"];
+            contact_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            department_id: string | null;
+            id: components["schemas"]["ConversationId"];
+            /** @description Text of the latest message the visitor can see */
+            last_message: string | null;
+            last_message_at: components["schemas"]["NullableTimestamp"];
+            priority: components["schemas"]["Priority"];
+            status: components["schemas"]["ConversationStatus"];
+            subject: string | null;
+            /** @description Messages from others since the caller last marked the conversation read */
+            unread_count: number;
+            updated_at: components["schemas"]["Timestamp"];
+            visitor_id: string | null;
+            widget_id: string | null;
+        };
+        ConversationAssignedData: {
+            assigned_user_id: string | null;
+            conversation_id: components["schemas"]["ConversationId"];
+            previous_assigned_user_id: string | null;
+        };
+        ConversationClosedData: {
+            closed_at: components["schemas"]["Timestamp"];
+            conversation_id: components["schemas"]["ConversationId"];
+            survey_id: string;
+        };
+        /** @description A conversation an agent or an integration starts, with a visitor, a contact or both (at least one; 400 ERR_VALIDATION otherwise). */
+        ConversationCreate: {
+            contact_id?: components["schemas"]["ContactId"];
+            department_id?: components["schemas"]["DepartmentId"];
+            /** @description A first message, sent by the caller */
+            message?: string;
+            priority?: components["schemas"]["Priority"];
+            subject?: string;
+            visitor_id?: components["schemas"]["VisitorId"];
+        };
+        ConversationCreatedData: {
+            conversation: components["schemas"]["Conversation"];
+            conversation_id: components["schemas"]["ConversationId"];
+        };
+        /**
+         * @description Conversation identifier (conv_ and a UUIDv7)
+         * @example conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70
+         */
+        ConversationId: string;
+        ConversationList: {
+            data: components["schemas"]["Conversation"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description Exactly the seed's payload */
+        ConversationReopenedData: {
+            conversation_id: components["schemas"]["ConversationId"];
+        };
+        ConversationResult: {
+            conversation: components["schemas"]["Conversation"];
+        };
+        /**
+         * @description `open`: waiting, nobody assigned. `assigned`: a member has it. `closed`: done; reopen to continue.
+         * @enum {string}
+         */
+        ConversationStatus: "open" | "assigned" | "closed";
+        /** @description Exactly the seed's payload */
+        ConversationTransferredData: {
+            assigned_user_id: string | null;
+            conversation_id: components["schemas"]["ConversationId"];
+            department_id: string | null;
+        };
+        ConversationUpdate: {
+            priority?: components["schemas"]["Priority"];
+            /**
+             * @description `closed` closes (as POST close); `open` on a closed conversation reopens it (as POST reopen, so it needs a user token). The status it already has changes nothing.
+             * @enum {string}
+             */
+            status?: "open" | "closed";
+            subject?: string | null;
+        };
+        ConversationUpdatedData: {
+            changed: ("priority" | "subject")[];
+            conversation: components["schemas"]["Conversation"];
+            conversation_id: components["schemas"]["ConversationId"];
+        };
+        /** @description Free key/value pairs; in PATCH they merge, and null removes a key */
+        CustomAttributes: {
+            [key: string]: string | number | boolean | null;
+        };
         Deleted: {
             /** @constant */
             deleted: true;
@@ -543,6 +1082,23 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
+        /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
+        Event: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"];
+            id: string;
+            tenant_id: components["schemas"]["TenantId"];
+            type: components["schemas"]["EventType"];
+        };
+        EventList: {
+            data: components["schemas"]["Event"][];
+            /** @description Pass as `after` to get what follows; stable even when nothing followed yet */
+            next_cursor: string;
+        };
+        /** @enum {string} */
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read";
+        /** @description File identifier (file_ and a UUIDv7) */
+        FileId: string;
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
         };
@@ -585,6 +1141,48 @@ export interface components {
             role?: components["schemas"]["Role"];
             seat?: components["schemas"]["Seat"];
         };
+        Message: {
+            attachments: components["schemas"]["FileId"][];
+            content: string;
+            conversation_id: components["schemas"]["ConversationId"];
+            created_at: components["schemas"]["Timestamp"];
+            id: components["schemas"]["MessageId"];
+            /** @description Internal notes are never shown to visitors */
+            internal: boolean;
+            /** @description usr_…, vis_… or key_… (an integration); null for system messages */
+            sender_id: string | null;
+            sender_type: components["schemas"]["SenderType"];
+            type: components["schemas"]["MessageType"];
+        };
+        MessageCreate: {
+            attachments?: components["schemas"]["FileId"][];
+            content: string;
+            conversation_id: components["schemas"]["ConversationId"];
+            /**
+             * @description An internal note, seen by the team only
+             * @default false
+             */
+            internal: boolean;
+        };
+        MessageCreatedData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            message: components["schemas"]["Message"];
+        };
+        /** @description Message identifier (msg_ and a UUIDv7) */
+        MessageId: string;
+        MessageList: {
+            data: components["schemas"]["Message"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        MessageReadData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            last_read_at: components["schemas"]["Timestamp"];
+            reader_id: string;
+        };
+        /** @enum {string} */
+        MessageType: "text" | "note" | "system" | "survey";
+        /** Format: date-time */
+        NullableTimestamp: string | null;
         Pagination: {
             has_more: boolean;
             limit: number;
@@ -595,6 +1193,10 @@ export interface components {
         };
         /** @description 10 to 128 characters */
         Password: string;
+        /** @enum {string} */
+        Presence: "online" | "away" | "offline";
+        /** @enum {string} */
+        Priority: "low" | "normal" | "high" | "urgent";
         /** @description RFC 9457 problem details with a stable machine-readable `code` */
         Problem: {
             code: components["schemas"]["ErrorCode"];
@@ -625,6 +1227,11 @@ export interface components {
             /** @constant */
             status: "ok";
         };
+        ReadResult: {
+            conversation_id: components["schemas"]["ConversationId"];
+            last_read_at: components["schemas"]["Timestamp"];
+            unread_count: number;
+        };
         RefreshRequest: {
             refresh_token: string;
         };
@@ -652,6 +1259,24 @@ export interface components {
         Role: "owner" | "admin" | "agent";
         /** @enum {string} */
         Seat: "full" | "lite";
+        /** @enum {string} */
+        SenderType: "visitor" | "user" | "bot" | "system";
+        /** @description Lower-case letters, digits, _ and -, up to 32; unique in the tenant */
+        Shortcut: string;
+        TeamMember: {
+            department_ids: components["schemas"]["DepartmentId"][];
+            email: components["schemas"]["Email"];
+            name: string;
+            /** @description The member's conversations that are not closed */
+            open_conversations?: number;
+            presence?: components["schemas"]["Presence"];
+            role: components["schemas"]["Role"];
+            seat: components["schemas"]["Seat"];
+            user_id: components["schemas"]["UserId"];
+        };
+        TeamMemberList: {
+            data: components["schemas"]["TeamMember"][];
+        };
         Tenant: {
             created_at: components["schemas"]["Timestamp"];
             id: components["schemas"]["TenantId"];
@@ -700,6 +1325,17 @@ export interface components {
             /** @constant */
             token_type: "Bearer";
         };
+        /** @description Exactly one of user_id and department_id (else 400 ERR_TRANSFER_TARGET). */
+        TransferRequest: {
+            department_id?: components["schemas"]["DepartmentId"];
+            /** @description Kept as an internal note on the conversation */
+            note?: string;
+            user_id?: components["schemas"]["UserRef"];
+        };
+        TransferResult: {
+            conversation: components["schemas"]["Conversation"];
+            message: string;
+        };
         User: {
             created_at: components["schemas"]["Timestamp"];
             email: components["schemas"]["Email"];
@@ -712,11 +1348,29 @@ export interface components {
          * @example usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55
          */
         UserId: string;
+        /** @description A user, as usr_… or as the bare UUID after the prefix; answers always use the usr_ form */
+        UserRef: string;
         VerifyEmailResult: {
             /** @constant */
             email_verified: true;
             user_id: components["schemas"]["UserId"];
         };
+        Visitor: {
+            contact_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            email: string | null;
+            id: components["schemas"]["VisitorId"];
+            last_seen_at: components["schemas"]["Timestamp"];
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string | null;
+        };
+        /**
+         * @description Visitor identifier (vis_ and a UUIDv7)
+         * @example vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71
+         */
+        VisitorId: string;
     };
     responses: {
         /** @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding */
@@ -954,6 +1608,16 @@ export interface components {
     parameters: {
         /** @description API key identifier */
         ApiKeyIdPath: components["schemas"]["ApiKeyId"];
+        /** @description Canned response identifier */
+        CannedResponseIdPath: components["schemas"]["CannedResponseId"];
+        /** @description Contact identifier */
+        ContactIdPath: components["schemas"]["ContactId"];
+        /** @description Conversation identifier */
+        ConversationIdParam: components["schemas"]["ConversationId"];
+        /** @description Conversation identifier */
+        ConversationIdPath: components["schemas"]["ConversationId"];
+        /** @description The next_cursor of the previous page (not with offset) */
+        Cursor: string;
         /** @description Department identifier */
         DepartmentIdPath: components["schemas"]["DepartmentId"];
         /** @description Page size */
@@ -964,6 +1628,8 @@ export interface components {
         TenantIdPath: components["schemas"]["TenantId"];
         /** @description User identifier */
         UserIdPath: components["schemas"]["UserId"];
+        /** @description Visitor identifier */
+        VisitorIdPath: components["schemas"]["VisitorId"];
     };
     requestBodies: never;
     headers: {
@@ -1586,6 +2252,932 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listCannedResponses: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description Start of a shortcut, or text in the title */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of canned responses */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a73",
+                     *           "shortcut": "shipping",
+                     *           "title": "Shipping times",
+                     *           "content": "Orders ship within 2 working days.",
+                     *           "created_by": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CannedResponseList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createCannedResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "shortcut": "shipping",
+                 *       "title": "Shipping times",
+                 *       "content": "Orders ship within 2 working days."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CannedResponseCreate"];
+            };
+        };
+        responses: {
+            /** @description The new canned response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a73",
+                     *       "shortcut": "shipping",
+                     *       "title": "Shipping times",
+                     *       "content": "Orders ship within 2 working days.",
+                     *       "created_by": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CannedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteCannedResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Canned response identifier */
+                id: components["parameters"]["CannedResponseIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a73",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateCannedResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Canned response identifier */
+                id: components["parameters"]["CannedResponseIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "Orders ship within 1 working day."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CannedResponseUpdate"];
+            };
+        };
+        responses: {
+            /** @description The canned response as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a73",
+                     *       "shortcut": "shipping",
+                     *       "title": "Shipping times",
+                     *       "content": "Orders ship within 2 working days.",
+                     *       "created_by": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CannedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listContacts: {
+        parameters: {
+            query?: {
+                /** @description The next_cursor of the previous page (not with offset) */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Text in name, e-mail, phone or company */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of contacts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *           "name": "Grace Hopper",
+                     *           "email": "grace@example.com",
+                     *           "phone": "+1 555 0100",
+                     *           "company": "Navy",
+                     *           "custom_attributes": {
+                     *             "plan": "enterprise"
+                     *           },
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ContactList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Grace Hopper",
+                 *       "email": "grace@example.com",
+                 *       "custom_attributes": {
+                 *         "plan": "enterprise"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ContactCreate"];
+            };
+        };
+        responses: {
+            /** @description The new contact */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *       "name": "Grace Hopper",
+                     *       "email": "grace@example.com",
+                     *       "phone": "+1 555 0100",
+                     *       "company": "Navy",
+                     *       "custom_attributes": {
+                     *         "plan": "enterprise"
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Contact identifier */
+                id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *       "name": "Grace Hopper",
+                     *       "email": "grace@example.com",
+                     *       "phone": "+1 555 0100",
+                     *       "company": "Navy",
+                     *       "custom_attributes": {
+                     *         "plan": "enterprise"
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Contact identifier */
+                id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Contact identifier */
+                id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "company": "US Navy",
+                 *       "custom_attributes": {
+                 *         "plan": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ContactUpdate"];
+            };
+        };
+        responses: {
+            /** @description The contact as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *       "name": "Grace Hopper",
+                     *       "email": "grace@example.com",
+                     *       "phone": "+1 555 0100",
+                     *       "company": "Navy",
+                     *       "custom_attributes": {
+                     *         "plan": "enterprise"
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listConversations: {
+        parameters: {
+            query?: {
+                /** @description A member (usr_…), `me`, or `none` for unassigned ones */
+                assigned_to?: string;
+                /** @description Only this contact's conversations */
+                contact_id?: components["schemas"]["ContactId"];
+                /** @description The next_cursor of the previous page (not with offset) */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only this department's conversations */
+                department_id?: components["schemas"]["DepartmentId"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description Only this priority */
+                priority?: components["schemas"]["Priority"];
+                /** @description Text in the subject or the last message */
+                q?: string;
+                /** @description Only conversations in this state */
+                status?: components["schemas"]["ConversationStatus"];
+                /** @description Only this visitor's conversations */
+                visitor_id?: components["schemas"]["VisitorId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of conversations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "status": "assigned",
+                     *           "priority": "normal",
+                     *           "subject": "Order 1234",
+                     *           "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *           "contact_id": null,
+                     *           "widget_id": null,
+                     *           "department_id": null,
+                     *           "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "bot_state": "off",
+                     *           "last_message": "Where is my order?",
+                     *           "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *           "unread_count": 1,
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:05:00.000Z",
+                     *           "closed_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "contact_id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                 *       "subject": "Your quote",
+                 *       "message": "Hello! Following up on your quote request."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationCreate"];
+            };
+        };
+        responses: {
+            /** @description The new conversation */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "status": "assigned",
+                     *       "priority": "normal",
+                     *       "subject": "Order 1234",
+                     *       "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *       "contact_id": null,
+                     *       "widget_id": null,
+                     *       "department_id": null,
+                     *       "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "bot_state": "off",
+                     *       "last_message": "Where is my order?",
+                     *       "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *       "unread_count": 1,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:05:00.000Z",
+                     *       "closed_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "status": "assigned",
+                     *       "priority": "normal",
+                     *       "subject": "Order 1234",
+                     *       "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *       "contact_id": null,
+                     *       "widget_id": null,
+                     *       "department_id": null,
+                     *       "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "bot_state": "off",
+                     *       "last_message": "Where is my order?",
+                     *       "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *       "unread_count": 1,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:05:00.000Z",
+                     *       "closed_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "priority": "high"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationUpdate"];
+            };
+        };
+        responses: {
+            /** @description The conversation as it now is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "status": "assigned",
+                     *       "priority": "normal",
+                     *       "subject": "Order 1234",
+                     *       "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *       "contact_id": null,
+                     *       "widget_id": null,
+                     *       "department_id": null,
+                     *       "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "bot_state": "off",
+                     *       "last_message": "Where is my order?",
+                     *       "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *       "unread_count": 1,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:05:00.000Z",
+                     *       "closed_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    assignConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AssignRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversation as it now is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "off",
+                     *         "last_message": "Where is my order?",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 1,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    closeConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Closed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "off",
+                     *         "last_message": "Where is my order?",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 1,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reopenConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Reopened */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "open",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": null,
+                     *         "assigned_user_id": null,
+                     *         "bot_state": "off",
+                     *         "last_message": "This conversation has been reopened.",
+                     *         "last_message_at": "2026-11-22T09:00:00.000Z",
+                     *         "unread_count": 0,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-22T09:00:00.000Z",
+                     *         "closed_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    transferConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                 *       "note": "Customer asks about an enterprise plan"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransferRequest"];
+            };
+        };
+        responses: {
+            /** @description Transferred */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "message": "Conversation transferred",
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "off",
+                     *         "last_message": "Where is my order?",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 1,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransferResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listDepartments: {
         parameters: {
             query?: {
@@ -1899,6 +3491,247 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description The next_cursor of the previous answer */
+                after?: string;
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events after the cursor */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a75",
+                     *           "type": "conversation.reopened",
+                     *           "tenant_id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56",
+                     *           "created_at": "2026-11-22T09:00:00.000Z",
+                     *           "data": {
+                     *             "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ0IjoiNzQ4IiwicCI6MTJ9"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any unique string (a UUID) per message the client means to send once */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                 *       "content": "It ships tomorrow."
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessageCreate"];
+            };
+        };
+        responses: {
+            /** @description The message as sent */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a74",
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "sender_type": "user",
+                     *       "sender_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "type": "text",
+                     *       "content": "It ships tomorrow.",
+                     *       "internal": false,
+                     *       "attachments": [],
+                     *       "created_at": "2026-11-21T10:06:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMessages: {
+        parameters: {
+            query?: {
+                /** @description The next_cursor of the previous page (not with offset) */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                conversation_id: components["parameters"]["ConversationIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a74",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "user",
+                     *           "sender_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "type": "text",
+                     *           "content": "It ships tomorrow.",
+                     *           "internal": false,
+                     *           "attachments": [],
+                     *           "created_at": "2026-11-21T10:06:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markConversationRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                conversation_id: components["parameters"]["ConversationIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The read mark */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "last_read_at": "2026-11-21T10:07:00.000Z",
+                     *       "unread_count": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReadResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listTeamMembers: {
+        parameters: {
+            query?: {
+                /** @description `presence` adds presence and open_conversations */
+                include?: "presence";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "name": "Ada Lovelace",
+                     *           "email": "ada@example.com",
+                     *           "role": "owner",
+                     *           "seat": "full",
+                     *           "department_ids": [
+                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60"
+                     *           ],
+                     *           "presence": "online",
+                     *           "open_conversations": 3
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TeamMemberList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -2244,6 +4077,46 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getVisitor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Visitor identifier */
+                id: components["parameters"]["VisitorIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The visitor */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *       "name": null,
+                     *       "email": null,
+                     *       "contact_id": null,
+                     *       "metadata": {},
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "last_seen_at": "2026-11-21T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Visitor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -11,6 +11,12 @@ import type { PasswordHasher } from './auth/password.ts';
 import type { TokenService } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
+import { cannedResponseHandlers } from './canned-responses/canned-response.handlers.ts';
+import { CannedResponseService } from './canned-responses/canned-response.service.ts';
+import { contactHandlers } from './contacts/contact.handlers.ts';
+import { ContactService } from './contacts/contact.service.ts';
+import { conversationHandlers } from './conversations/conversation.handlers.ts';
+import { ConversationService } from './conversations/conversation.service.ts';
 import { departmentHandlers } from './departments/department.handlers.ts';
 import { DepartmentService } from './departments/department.service.ts';
 import { healthHandlers } from './health/health.handlers.ts';
@@ -21,6 +27,14 @@ import { requireHttps } from './http/https.ts';
 import { errorHandler, notFoundHandler } from './http/problem.ts';
 import { type RateLimitStoreFactory, rateLimiters } from './http/rate-limit.ts';
 import type { Mailer } from './mail/mailer.ts';
+import { EventBus } from './events/bus.ts';
+import { EventService } from './events/event.service.ts';
+import { messageHandlers } from './messages/message.handlers.ts';
+import { MessageService } from './messages/message.service.ts';
+import { everyoneOffline, type PresenceStore } from './presence/presence.ts';
+import { TeamService } from './team/team.service.ts';
+import { eventHandlers, teamHandlers, visitorHandlers } from './visitors/visitor.handlers.ts';
+import { VisitorService } from './visitors/visitor.service.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 
@@ -35,6 +49,9 @@ export interface AppDeps {
   mailer: Mailer;
   /** Where rate-limit counters live; undefined: in this process. */
   rateLimitStore?: RateLimitStoreFactory;
+  /** Committed events are published here; the realtime gateway listens. */
+  bus?: EventBus;
+  presence?: PresenceStore;
 }
 
 export interface AppOptions {
@@ -46,11 +63,21 @@ export interface AppOptions {
 export function createServices(deps: AppDeps) {
   const { database, mailer, logger } = deps;
   const appUrl = deps.config.appUrl;
+  const bus = deps.bus ?? new EventBus();
+  const presence = deps.presence ?? everyoneOffline;
   return {
+    bus,
     auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger }),
-    tenants: new TenantService({ database, mailer, appUrl, logger }),
+    tenants: new TenantService({ database, mailer, appUrl, logger, bus }),
     departments: new DepartmentService(database),
     apiKeys: new ApiKeyService(database),
+    conversations: new ConversationService({ database, bus, presence }),
+    messages: new MessageService({ database, bus }),
+    contacts: new ContactService(database),
+    cannedResponses: new CannedResponseService(database),
+    visitors: new VisitorService(database),
+    team: new TeamService({ database, presence }),
+    events: new EventService(database),
   };
 }
 
@@ -63,6 +90,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     ...tenantHandlers(services.tenants),
     ...departmentHandlers(services.departments),
     ...apiKeyHandlers(services.apiKeys),
+    ...conversationHandlers(services.conversations),
+    ...messageHandlers(services.messages),
+    ...contactHandlers(services.contacts),
+    ...cannedResponseHandlers(services.cannedResponses),
+    ...visitorHandlers(services.visitors),
+    ...teamHandlers(services.team),
+    ...eventHandlers(services.events),
     ...options.handlers,
   };
   const access: AccessDeps = {

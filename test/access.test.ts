@@ -41,6 +41,10 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('TenantIdPath')) return fx.tenant.tenantId;
       if (refs.includes('DepartmentIdPath')) return newUuid();
       if (refs.includes('ApiKeyIdPath')) return newId('apiKey');
+      if (refs.includes('ConversationIdPath') || refs.includes('ConversationIdParam')) return newId('conversation');
+      if (refs.includes('ContactIdPath')) return newId('contact');
+      if (refs.includes('CannedResponseIdPath')) return newId('cannedResponse');
+      if (refs.includes('VisitorIdPath')) return newId('visitor');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );

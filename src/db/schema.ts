@@ -33,6 +33,7 @@ export interface MembershipsTable {
   status: Generated<'active' | 'invited'>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+  last_assigned_at: Date | null;
 }
 
 export interface RefreshTokensTable {
@@ -56,6 +57,15 @@ export interface DB {
   department_members: DepartmentMembersTable;
   api_keys: ApiKeysTable;
   mail_tokens: MailTokensTable;
+  contacts: ContactsTable;
+  visitors: VisitorsTable;
+  conversations: ConversationsTable;
+  messages: MessagesTable;
+  read_marks: ReadMarksTable;
+  surveys: SurveysTable;
+  canned_responses: CannedResponsesTable;
+  idempotency_keys: IdempotencyKeysTable;
+  events: EventsTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -112,3 +122,124 @@ export interface MailTokensTable {
 
 export type Department = Selectable<DepartmentsTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
+
+export type ConversationStatus = 'open' | 'assigned' | 'closed';
+export type Priority = 'low' | 'normal' | 'high' | 'urgent';
+export type BotState = 'active' | 'handed_off' | 'off';
+
+export interface ContactsTable {
+  id: string;
+  tenant_id: string;
+  name: string | null;
+  email: string | null;
+  phone: string | null;
+  company: string | null;
+  custom_attributes: Json;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface VisitorsTable {
+  id: string;
+  tenant_id: string;
+  name: string | null;
+  email: string | null;
+  contact_id: string | null;
+  metadata: Json;
+  created_at: CreatedAt;
+  last_seen_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface ConversationsTable {
+  id: string;
+  tenant_id: string;
+  status: Generated<ConversationStatus>;
+  priority: Generated<Priority>;
+  subject: string | null;
+  visitor_id: string | null;
+  contact_id: string | null;
+  widget_id: string | null;
+  department_id: string | null;
+  assigned_user_id: string | null;
+  bot_state: Generated<BotState>;
+  last_message: string | null;
+  last_message_at: Date | null;
+  last_activity_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  closed_at: Date | null;
+}
+
+export type MessageSenderType = 'visitor' | 'user' | 'bot' | 'system';
+export type MessageType = 'text' | 'note' | 'system' | 'survey';
+
+export interface MessagesTable {
+  id: string;
+  tenant_id: string;
+  conversation_id: string;
+  sender_type: MessageSenderType;
+  sender_id: string | null;
+  type: MessageType;
+  content: string;
+  internal: Generated<boolean>;
+  attachments: ColumnType<string[], string | undefined, string>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+export interface ReadMarksTable {
+  tenant_id: string;
+  conversation_id: string;
+  reader_id: string;
+  last_read_at: Date;
+}
+
+export interface SurveysTable {
+  id: string;
+  tenant_id: string;
+  conversation_id: string;
+  status: Generated<'pending' | 'answered' | 'expired'>;
+  rating: number | null;
+  comment: string | null;
+  created_at: CreatedAt;
+  answered_at: Date | null;
+}
+
+export interface CannedResponsesTable {
+  id: string;
+  tenant_id: string;
+  shortcut: string;
+  title: string;
+  content: string;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface IdempotencyKeysTable {
+  tenant_id: string;
+  caller_id: string;
+  key: string;
+  request_hash: Uint8Array;
+  response_status: number;
+  response_body: ColumnType<unknown, string, string>;
+  created_at: CreatedAt;
+}
+
+export interface EventsTable {
+  position: Generated<number>;
+  id: string;
+  tenant_id: string;
+  type: string;
+  data: ColumnType<Record<string, unknown>, string, never>;
+  conversation_id: string | null;
+  internal: Generated<boolean>;
+  recipients: Generated<string[]>;
+  txid: Generated<string>;
+  created_at: CreatedAt;
+}
+
+export type Conversation = Selectable<ConversationsTable>;
+export type Message = Selectable<MessagesTable>;
+export type Contact = Selectable<ContactsTable>;
+export type Visitor = Selectable<VisitorsTable>;
+export type CannedResponse = Selectable<CannedResponsesTable>;

@@ -2,7 +2,10 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/api.ts';
 import * as authRepo from '../auth/auth.repository.ts';
 import { newOpaqueToken } from '../auth/tokens.ts';
+import * as conversationRepo from '../conversations/conversation.repository.ts';
 import type { Database } from '../db/database.ts';
+import type { EventBus } from '../events/bus.ts';
+import { inTenantTransaction } from '../events/outbox.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Tenant } from '../db/schema.ts';
 import type { Principal } from '../http/access.ts';
@@ -42,9 +45,11 @@ export class TenantService {
   readonly #mailer: Mailer;
   readonly #appUrl: string;
   readonly #logger: Logger;
+  readonly #bus: EventBus;
 
-  constructor(deps: { database: Database; mailer: Mailer; appUrl: string; logger: Logger }) {
+  constructor(deps: { database: Database; mailer: Mailer; appUrl: string; logger: Logger; bus: EventBus }) {
     this.#database = deps.database;
+    this.#bus = deps.bus;
     this.#mailer = deps.mailer;
     this.#appUrl = deps.appUrl;
     this.#logger = deps.logger;
@@ -167,15 +172,22 @@ export class TenantService {
 
   async removeMember(user: UserPrincipal, tenantId: string, userId: string): Promise<{ id: string; deleted: true }> {
     ownTenant(user, tenantId);
-    await this.#database.withTenant(tenantId, async (trx) => {
+    await inTenantTransaction(this.#database, this.#bus, tenantId, async (trx, emit) => {
       const { target, activeOwners } = await repo.lockOwnersAndMember(trx, userId);
       if (!target) throw notFound('Member');
       if (target.role === 'owner' && user.role !== 'owner') throw forbidden('Only an owner can remove an owner');
       if (target.role === 'owner' && target.status === 'active' && activeOwners <= 1) {
         throw conflict('A tenant keeps at least one owner: make someone else owner first');
       }
-      // Department memberships go with it (foreign key cascade).
+      // Department memberships go with it (foreign key cascade); their conversations wait for someone else.
       await repo.deleteMembership(trx, userId);
+      for (const conversationId of await conversationRepo.releaseConversationsOf(trx, userId, new Date())) {
+        await emit(
+          'conversation.assigned',
+          { conversation_id: conversationId, assigned_user_id: null, previous_assigned_user_id: userId },
+          { conversationId, internal: true },
+        );
+      }
     });
     await this.#database.asSystem((trx) => authRepo.revokeUserFamilies(trx, userId, new Date(), tenantId));
     return { id: userId, deleted: true };

@@ -1,0 +1,173 @@
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Tx } from '../db/database.ts';
+import type { DB, ConversationStatus, Priority } from '../db/schema.ts';
+
+// Every query here runs as the request role, so row-level security keeps it inside the tenant.
+
+/** Messages from others since the reader's read mark; system notices do not count. */
+const unreadCount = (readerId: string) => (eb: ExpressionBuilder<DB, 'conversations'>) =>
+  eb
+    .selectFrom('messages as m')
+    .select(eb.fn.countAll<number>().as('n'))
+    .whereRef('m.conversation_id', '=', 'conversations.id')
+    .where('m.type', '<>', 'system')
+    .where(sql<boolean>`m.sender_id is distinct from ${readerId}`)
+    .where(
+      'm.created_at',
+      '>',
+      sql<Date>`coalesce((select rm.last_read_at from read_marks rm where rm.conversation_id = conversations.id and rm.reader_id = ${readerId}), '-infinity'::timestamptz)`,
+    )
+    .as('unread_count');
+
+export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
+
+export async function findConversation(trx: Tx, id: string, readerId: string) {
+  return trx.selectFrom('conversations').selectAll().select(unreadCount(readerId)).where('id', '=', id).executeTakeFirst();
+}
+
+/** Locks the conversation for the rest of the transaction: actions on one conversation run one at a time. */
+export async function lockConversation(trx: Tx, id: string) {
+  return trx.selectFrom('conversations').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+export async function insertConversation(
+  trx: Tx,
+  row: {
+    id: string;
+    tenant_id: string;
+    status: ConversationStatus;
+    priority: Priority;
+    subject: string | null;
+    visitor_id: string | null;
+    contact_id: string | null;
+    department_id: string | null;
+    assigned_user_id: string | null;
+    now: Date;
+  },
+) {
+  const { now, ...values } = row;
+  await trx
+    .insertInto('conversations')
+    .values({ ...values, last_activity_at: now, created_at: now, updated_at: now })
+    .execute();
+}
+
+export async function updateConversation(
+  trx: Tx,
+  id: string,
+  changes: Partial<{
+    status: ConversationStatus;
+    priority: Priority;
+    subject: string | null;
+    department_id: string | null;
+    assigned_user_id: string | null;
+    closed_at: Date | null;
+    last_message: string;
+    last_message_at: Date;
+    last_activity_at: Date;
+  }>,
+  now: Date,
+) {
+  await trx
+    .updateTable('conversations')
+    .set({ ...changes, updated_at: now })
+    .where('id', '=', id)
+    .execute();
+}
+
+export interface ConversationFilters {
+  status?: ConversationStatus;
+  assignedUserId?: string | null;
+  departmentId?: string;
+  priority?: Priority;
+  visitorId?: string;
+  contactId?: string;
+  q?: string;
+}
+
+export async function listConversations(
+  trx: Tx,
+  readerId: string,
+  filters: ConversationFilters,
+  page: { limit: number; offset: number; after?: { at: Date; id: string } },
+) {
+  let base = trx.selectFrom('conversations');
+  if (filters.status) base = base.where('status', '=', filters.status);
+  if (filters.assignedUserId === null) base = base.where('assigned_user_id', 'is', null);
+  else if (filters.assignedUserId) base = base.where('assigned_user_id', '=', filters.assignedUserId);
+  if (filters.departmentId) base = base.where('department_id', '=', filters.departmentId);
+  if (filters.priority) base = base.where('priority', '=', filters.priority);
+  if (filters.visitorId) base = base.where('visitor_id', '=', filters.visitorId);
+  if (filters.contactId) base = base.where('contact_id', '=', filters.contactId);
+  if (filters.q) {
+    const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
+  }
+  let rowsQuery = base.selectAll().select(unreadCount(readerId));
+  if (page.after) {
+    const { at, id } = page.after;
+    rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${at}, ${id})`);
+  }
+  const rows = await rowsQuery
+    .orderBy('last_activity_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .offset(page.after ? 0 : page.offset)
+    .execute();
+  const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
+}
+
+/** The member's role and seat if they are an active member of the tenant. */
+export async function findActiveMember(trx: Tx, userId: string) {
+  return trx
+    .selectFrom('memberships')
+    .select(['user_id', 'seat', 'role'])
+    .where('user_id', '=', userId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+}
+
+export async function departmentExists(trx: Tx, id: string): Promise<boolean> {
+  return (await trx.selectFrom('departments').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}
+
+/** Active full-seat members of the department, with their open conversations and last assignment. */
+export async function departmentCandidates(trx: Tx, departmentId: string) {
+  return trx
+    .selectFrom('department_members as dm')
+    .innerJoin('memberships as m', (join) => join.onRef('m.tenant_id', '=', 'dm.tenant_id').onRef('m.user_id', '=', 'dm.user_id'))
+    .select(['m.user_id', 'm.last_assigned_at'])
+    .select((eb) =>
+      eb
+        .selectFrom('conversations as c')
+        .select(eb.fn.countAll<number>().as('n'))
+        .whereRef('c.assigned_user_id', '=', 'm.user_id')
+        .where('c.status', '<>', 'closed')
+        .as('open_conversations'),
+    )
+    .where('dm.department_id', '=', departmentId)
+    .where('m.status', '=', 'active')
+    .where('m.seat', '=', 'full')
+    .execute();
+}
+
+export async function markAssigned(trx: Tx, userId: string, now: Date) {
+  await trx.updateTable('memberships').set({ last_assigned_at: now }).where('user_id', '=', userId).execute();
+}
+
+/** The member's conversations that are not closed go back to open, unassigned (they left the team). */
+export async function releaseConversationsOf(trx: Tx, userId: string, now: Date): Promise<string[]> {
+  const rows = await trx
+    .updateTable('conversations')
+    .set({ status: 'open', assigned_user_id: null, updated_at: now })
+    .where('assigned_user_id', '=', userId)
+    .where('status', '=', 'assigned')
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+export async function insertSurvey(trx: Tx, survey: { id: string; tenant_id: string; conversation_id: string; created_at: Date }) {
+  await trx.insertInto('surveys').values(survey).execute();
+}

@@ -1,0 +1,335 @@
+import type { components } from '../../generated/api.ts';
+import type { Database, Tx } from '../db/database.ts';
+import type { EventBus } from '../events/bus.ts';
+import { type Emit, inTenantTransaction } from '../events/outbox.ts';
+import type { Principal } from '../http/access.ts';
+import { appendMessage, conversationClosed } from '../messages/message.service.ts';
+import type { PresenceStore } from '../presence/presence.ts';
+import { callerIdOf } from '../shared/caller.ts';
+import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
+import { AppError, notFound } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { requireUser } from '../shared/principal.ts';
+import * as repo from './conversation.repository.ts';
+
+type S = components['schemas'];
+type ConversationDto = S['Conversation'];
+
+// What the visitor reads. Never a name: who works on a conversation is the team's business.
+export const VISITOR_NOTICES = {
+  transferred: 'Your conversation has been transferred to another agent.',
+  reopened: 'This conversation has been reopened.',
+  closed: 'This conversation has been closed.',
+  survey: 'How would you rate this conversation? Answer with a rating from 1 to 5.',
+} as const;
+
+const PRESENCE_RANK = { online: 0, away: 1, offline: 2 } as const;
+
+export const toConversationDto = (c: repo.ConversationRow): ConversationDto => ({
+  id: c.id,
+  status: c.status,
+  priority: c.priority,
+  subject: c.subject,
+  visitor_id: c.visitor_id,
+  contact_id: c.contact_id,
+  widget_id: c.widget_id,
+  department_id: c.department_id,
+  assigned_to: c.assigned_user_id,
+  assigned_user_id: c.assigned_user_id,
+  bot_state: c.bot_state,
+  last_message: c.last_message,
+  last_message_at: c.last_message_at?.toISOString() ?? null,
+  unread_count: Number(c.unread_count ?? 0),
+  created_at: c.created_at.toISOString(),
+  updated_at: c.updated_at.toISOString(),
+  closed_at: c.closed_at?.toISOString() ?? null,
+});
+
+/** usr_<uuid> or the bare uuid, as the seed's bodies allow; always the usr_ form inside. */
+export const normaliseUserRef = (ref: string) => (ref.startsWith('usr_') ? ref : `usr_${ref}`);
+
+const userNotInTenant = () => new AppError('ERR_USER_NOT_IN_TENANT', 'The person is not an active member of the team');
+const assigneeLiteSeat = () => new AppError('ERR_ASSIGNEE_LITE_SEAT', 'The person has a lite seat and cannot handle conversations');
+
+export interface ListQuery {
+  status?: S['ConversationStatus'];
+  assigned_to?: string;
+  department_id?: string;
+  priority?: S['Priority'];
+  visitor_id?: string;
+  contact_id?: string;
+  q?: string;
+  limit?: number;
+  offset?: number;
+  cursor?: string;
+}
+
+export class ConversationService {
+  readonly #database: Database;
+  readonly #bus: EventBus;
+  readonly #presence: PresenceStore;
+
+  constructor(deps: { database: Database; bus: EventBus; presence: PresenceStore }) {
+    this.#database = deps.database;
+    this.#bus = deps.bus;
+    this.#presence = deps.presence;
+  }
+
+  #tx<T>(principal: Principal, fn: (trx: Tx, emit: Emit) => Promise<T>) {
+    return inTenantTransaction(this.#database, this.#bus, principal.tenantId, fn);
+  }
+
+  async #load(trx: Tx, principal: Principal, id: string): Promise<ConversationDto> {
+    const row = await repo.findConversation(trx, id, callerIdOf(principal));
+    if (!row) throw notFound('Conversation');
+    return toConversationDto(row);
+  }
+
+  async #lock(trx: Tx, id: string) {
+    const row = await repo.lockConversation(trx, id);
+    if (!row) throw notFound('Conversation');
+    return row;
+  }
+
+  async list(principal: Principal, query: ListQuery): Promise<S['ConversationList']> {
+    if (query.cursor !== undefined && query.offset !== undefined && query.offset > 0) {
+      throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
+        fieldErrors: [{ path: '/query/cursor', message: 'cannot be combined with offset' }],
+      });
+    }
+    const limit = query.limit ?? 20;
+    const offset = query.offset ?? 0;
+    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+    const assignedUserId =
+      query.assigned_to === undefined
+        ? undefined
+        : query.assigned_to === 'none'
+          ? null
+          : query.assigned_to === 'me'
+            ? requireUser(principal).userId
+            : query.assigned_to;
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      const { rows, hasMore, total } = await repo.listConversations(
+        trx,
+        callerIdOf(principal),
+        {
+          ...(query.status ? { status: query.status } : {}),
+          ...(assignedUserId !== undefined ? { assignedUserId } : {}),
+          ...(query.department_id ? { departmentId: query.department_id } : {}),
+          ...(query.priority ? { priority: query.priority } : {}),
+          ...(query.visitor_id ? { visitorId: query.visitor_id } : {}),
+          ...(query.contact_id ? { contactId: query.contact_id } : {}),
+          ...(query.q ? { q: query.q } : {}),
+        },
+        { limit, offset, ...(after ? { after } : {}) },
+      );
+      const last = rows[rows.length - 1];
+      return {
+        data: rows.map(toConversationDto),
+        pagination: {
+          total,
+          limit,
+          offset: after ? 0 : offset,
+          has_more: hasMore,
+          next_cursor: hasMore && last ? encodeCursor(last.last_activity_at, last.id) : null,
+        },
+      };
+    });
+  }
+
+  get(principal: Principal, id: string): Promise<ConversationDto> {
+    return this.#database.withTenant(principal.tenantId, (trx) => this.#load(trx, principal, id));
+  }
+
+  async create(principal: Principal, input: S['ConversationCreate']): Promise<ConversationDto> {
+    if (!input.visitor_id && !input.contact_id) {
+      throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
+        fieldErrors: [{ path: '/body', message: 'must name visitor_id or contact_id (or both)' }],
+      });
+    }
+    return this.#tx(principal, async (trx, emit) => {
+      if (input.visitor_id && !(await trx.selectFrom('visitors').select('id').where('id', '=', input.visitor_id).executeTakeFirst())) {
+        throw notFound('Visitor');
+      }
+      if (input.contact_id && !(await trx.selectFrom('contacts').select('id').where('id', '=', input.contact_id).executeTakeFirst())) {
+        throw notFound('Contact');
+      }
+      if (input.department_id && !(await repo.departmentExists(trx, input.department_id))) throw invalidDepartment();
+      const now = new Date();
+      const id = newId('conversation');
+      // A member who opens a conversation with a first message is the one handling it.
+      const assignee = principal.kind === 'user' && input.message ? principal.userId : null;
+      await repo.insertConversation(trx, {
+        id,
+        tenant_id: principal.tenantId,
+        status: assignee ? 'assigned' : 'open',
+        priority: input.priority ?? 'normal',
+        subject: input.subject ?? null,
+        visitor_id: input.visitor_id ?? null,
+        contact_id: input.contact_id ?? null,
+        department_id: input.department_id ?? null,
+        assigned_user_id: assignee,
+        now,
+      });
+      if (assignee) await repo.markAssigned(trx, assignee, now);
+      await emit('conversation.created', { conversation_id: id, conversation: await this.#load(trx, principal, id) }, { conversationId: id });
+      if (input.message) {
+        await appendMessage(
+          trx,
+          emit,
+          { id, tenant_id: principal.tenantId },
+          { sender_type: principal.kind === 'user' ? 'user' : 'bot', sender_id: callerIdOf(principal), type: 'text', content: input.message },
+          now,
+        );
+      }
+      return this.#load(trx, principal, id);
+    });
+  }
+
+  async update(principal: Principal, id: string, input: S['ConversationUpdate']): Promise<ConversationDto> {
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      const now = new Date();
+      // Reopening needs a user, like POST reopen; decided before anything changes.
+      if (input.status === 'open' && conversation.status === 'closed') requireUser(principal);
+      const changed: ('priority' | 'subject')[] = [];
+      if (input.priority !== undefined && input.priority !== conversation.priority) changed.push('priority');
+      if (input.subject !== undefined && input.subject !== conversation.subject) changed.push('subject');
+      if (changed.length > 0) {
+        await repo.updateConversation(
+          trx,
+          id,
+          { ...(changed.includes('priority') ? { priority: input.priority! } : {}), ...(changed.includes('subject') ? { subject: input.subject ?? null } : {}) },
+          now,
+        );
+        await emit('conversation.updated', { conversation_id: id, changed, conversation: await this.#load(trx, principal, id) }, { conversationId: id });
+      }
+      if (input.status === 'closed' && conversation.status !== 'closed') await this.#close(trx, emit, conversation, now);
+      if (input.status === 'open' && conversation.status === 'closed') await this.#reopen(trx, emit, conversation, now);
+      return this.#load(trx, principal, id);
+    });
+  }
+
+  async assign(principal: Principal, id: string, userRef: string | null): Promise<ConversationDto> {
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      if (conversation.status === 'closed') throw conversationClosed();
+      const assignee = userRef === null ? null : normaliseUserRef(userRef);
+      if (assignee) await assertCanHandle(trx, assignee);
+      const now = new Date();
+      await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee }, now);
+      if (assignee) await repo.markAssigned(trx, assignee, now);
+      await emit(
+        'conversation.assigned',
+        { conversation_id: id, assigned_user_id: assignee, previous_assigned_user_id: conversation.assigned_user_id },
+        { conversationId: id, internal: true, ...(assignee ? { recipients: [assignee] } : {}) },
+      );
+      return this.#load(trx, principal, id);
+    });
+  }
+
+  async transfer(principal: Principal, id: string, input: S['TransferRequest']): Promise<S['TransferResult']> {
+    // The request's own shape comes before anything about the conversation (DESIGN: 400 before 404).
+    if ((input.user_id === undefined) === (input.department_id === undefined)) {
+      throw new AppError('ERR_TRANSFER_TARGET', 'Name exactly one target: user_id or department_id');
+    }
+    const user = requireUser(principal);
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      if (conversation.status === 'closed') throw conversationClosed();
+      let assignee: string;
+      let departmentId = conversation.department_id;
+      if (input.user_id !== undefined) {
+        assignee = normaliseUserRef(input.user_id);
+        await assertCanHandle(trx, assignee);
+      } else {
+        departmentId = input.department_id!;
+        assignee = await this.#pickFromDepartment(trx, principal.tenantId, departmentId);
+      }
+      const now = new Date();
+      await repo.updateConversation(trx, id, { status: 'assigned', assigned_user_id: assignee, department_id: departmentId }, now);
+      await repo.markAssigned(trx, assignee, now);
+      if (input.note) {
+        await appendMessage(trx, emit, conversation, { sender_type: 'user', sender_id: user.userId, type: 'note', content: input.note, internal: true }, now);
+      }
+      await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.transferred }, now);
+      await emit(
+        'conversation.transferred',
+        { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
+        { conversationId: id, internal: true, recipients: [assignee] },
+      );
+      return { message: 'Conversation transferred', conversation: await this.#load(trx, principal, id) };
+    });
+  }
+
+  async close(principal: Principal, id: string): Promise<S['ConversationResult']> {
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      if (conversation.status === 'closed') throw conversationClosed();
+      await this.#close(trx, emit, conversation, new Date());
+      return { conversation: await this.#load(trx, principal, id) };
+    });
+  }
+
+  async reopen(principal: Principal, id: string): Promise<S['ConversationResult']> {
+    requireUser(principal);
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      if (conversation.status !== 'closed') {
+        throw new AppError('ERR_CONVERSATION_NOT_CLOSED', 'Only a closed conversation can be reopened');
+      }
+      await this.#reopen(trx, emit, conversation, new Date());
+      return { conversation: await this.#load(trx, principal, id) };
+    });
+  }
+
+  // Closing: status, a notice the visitor sees, a pending survey with its prompt, conversation.closed.
+  // Messages stay. Workflows run from the event, outside this transaction.
+  async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date) {
+    await repo.updateConversation(trx, conversation.id, { status: 'closed', closed_at: now }, now);
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.closed }, now);
+    const surveyId = newId('survey');
+    await repo.insertSurvey(trx, { id: surveyId, tenant_id: conversation.tenant_id, conversation_id: conversation.id, created_at: now });
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'survey', content: VISITOR_NOTICES.survey }, now);
+    await emit(
+      'conversation.closed',
+      { conversation_id: conversation.id, survey_id: surveyId, closed_at: now.toISOString() },
+      { conversationId: conversation.id },
+    );
+  }
+
+  // Reopening: open and unassigned; department and bot state stay as they are.
+  async #reopen(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date) {
+    await repo.updateConversation(trx, conversation.id, { status: 'open', assigned_user_id: null, closed_at: null }, now);
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.reopened }, now);
+    await emit('conversation.reopened', { conversation_id: conversation.id }, { conversationId: conversation.id });
+  }
+
+  // Online first, then away, then offline; among equals the fewest open conversations, then the one who
+  // has waited longest since their last assignment (never assigned counts as longest).
+  async #pickFromDepartment(trx: Tx, tenantId: string, departmentId: string): Promise<string> {
+    if (!(await repo.departmentExists(trx, departmentId))) throw invalidDepartment();
+    const candidates = await repo.departmentCandidates(trx, departmentId);
+    if (candidates.length === 0) {
+      throw new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
+    }
+    const presence = await this.#presence.presenceOf(tenantId, candidates.map((c) => c.user_id));
+    const ranked = candidates
+      .map((c) => ({
+        userId: c.user_id,
+        presence: PRESENCE_RANK[presence.get(c.user_id) ?? 'offline'],
+        open: Number(c.open_conversations ?? 0),
+        lastAssigned: c.last_assigned_at?.getTime() ?? Number.NEGATIVE_INFINITY,
+      }))
+      .sort((a, b) => a.presence - b.presence || a.open - b.open || a.lastAssigned - b.lastAssigned || a.userId.localeCompare(b.userId));
+    return ranked[0]!.userId;
+  }
+}
+
+const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
+
+async function assertCanHandle(trx: Tx, userId: string): Promise<void> {
+  const member = await repo.findActiveMember(trx, userId);
+  if (!member) throw userNotInTenant();
+  if (member.seat !== 'full') throw assigneeLiteSeat();
+}

@@ -1,0 +1,89 @@
+import type { components } from '../../generated/api.ts';
+import type { Database, Tx } from '../db/database.ts';
+import { newId } from '../shared/ids.ts';
+import type { EventBus } from './bus.ts';
+
+type S = components['schemas'];
+
+/** Each event type and the payload the contract gives it: a payload it does not describe does not compile. */
+export interface EventPayloads {
+  'conversation.created': S['ConversationCreatedData'];
+  'conversation.updated': S['ConversationUpdatedData'];
+  'conversation.assigned': S['ConversationAssignedData'];
+  'conversation.transferred': S['ConversationTransferredData'];
+  'conversation.closed': S['ConversationClosedData'];
+  'conversation.reopened': S['ConversationReopenedData'];
+  'message.created': S['MessageCreatedData'];
+  'message.read': S['MessageReadData'];
+}
+export type EventType = keyof EventPayloads & S['EventType'];
+
+export interface EventEnvelope<T extends EventType = EventType> {
+  id: string;
+  type: T;
+  tenant_id: string;
+  created_at: string;
+  data: EventPayloads[T];
+}
+
+/** Who, beyond the tenant's members, an event is for, and what visitors may not see. */
+export interface EventRouting {
+  conversationId?: string;
+  /** Internal notes and the like: never delivered to visitors. */
+  internal?: boolean;
+  /** Members addressed directly (the transfer recipient). */
+  recipients?: string[];
+}
+
+export interface StoredEvent {
+  envelope: EventEnvelope;
+  routing: EventRouting;
+}
+
+export type Emit = <T extends EventType>(type: T, data: EventPayloads[T], routing?: EventRouting) => Promise<void>;
+
+/** Writes the event in the caller's transaction: it commits with the change it reports, or not at all. */
+export async function writeEvent<T extends EventType>(
+  trx: Tx,
+  tenantId: string,
+  type: T,
+  data: EventPayloads[T],
+  routing: EventRouting = {},
+): Promise<StoredEvent> {
+  const createdAt = new Date();
+  const id = newId('event');
+  await trx
+    .insertInto('events')
+    .values({
+      id,
+      tenant_id: tenantId,
+      type,
+      data: JSON.stringify(data),
+      conversation_id: routing.conversationId ?? null,
+      internal: routing.internal ?? false,
+      recipients: routing.recipients ?? [],
+      created_at: createdAt,
+    })
+    .execute();
+  return { envelope: { id, type, tenant_id: tenantId, created_at: createdAt.toISOString(), data } as EventEnvelope, routing };
+}
+
+/**
+ * Tenant work that emits events: they are written in the same transaction and published on the bus
+ * only after it commits. No change without its event, no event without its change.
+ */
+export async function inTenantTransaction<T>(
+  database: Database,
+  bus: EventBus,
+  tenantId: string,
+  fn: (trx: Tx, emit: Emit) => Promise<T>,
+): Promise<T> {
+  const pending: StoredEvent[] = [];
+  const result = await database.withTenant(tenantId, (trx) =>
+    fn(trx, async (type, data, routing) => {
+      pending.push(await writeEvent(trx, tenantId, type, data, routing));
+    }),
+  );
+  bus.publish(pending);
+  return result;
+}

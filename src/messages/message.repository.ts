@@ -1,0 +1,91 @@
+import { sql } from 'kysely';
+import type { Tx } from '../db/database.ts';
+import type { MessageSenderType, MessageType } from '../db/schema.ts';
+
+export interface NewMessage {
+  id: string;
+  tenant_id: string;
+  conversation_id: string;
+  sender_type: MessageSenderType;
+  sender_id: string | null;
+  type: MessageType;
+  content: string;
+  internal: boolean;
+  attachments: string[];
+  created_at: Date;
+}
+
+export async function insertMessage(trx: Tx, message: NewMessage) {
+  return trx
+    .insertInto('messages')
+    .values({ ...message, attachments: JSON.stringify(message.attachments) })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Newest first, going back in time from the cursor. */
+export async function listMessages(trx: Tx, conversationId: string, page: { limit: number; before?: { at: Date; id: string } }) {
+  let query = trx.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId);
+  if (page.before) query = query.where(sql<boolean>`(created_at, id) < (${page.before.at}, ${page.before.id})`);
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
+  const { total } = await trx
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .where('conversation_id', '=', conversationId)
+    .executeTakeFirstOrThrow();
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
+}
+
+export async function upsertReadMark(trx: Tx, mark: { tenant_id: string; conversation_id: string; reader_id: string; last_read_at: Date }) {
+  await trx
+    .insertInto('read_marks')
+    .values(mark)
+    .onConflict((oc) =>
+      // A mark never moves back in time (two devices reading at once).
+      oc.columns(['conversation_id', 'reader_id']).doUpdateSet({
+        last_read_at: sql`greatest(read_marks.last_read_at, excluded.last_read_at)`,
+      }),
+    )
+    .execute();
+  return trx
+    .selectFrom('read_marks')
+    .select('last_read_at')
+    .where('conversation_id', '=', mark.conversation_id)
+    .where('reader_id', '=', mark.reader_id)
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Claims an idempotency key for this caller. If another request holds it, waits for that one to commit
+ * (the primary key's lock), then answers what it stored. undefined: the key is ours.
+ */
+export async function claimIdempotencyKey(trx: Tx, row: { tenant_id: string; caller_id: string; key: string; request_hash: Uint8Array }) {
+  const inserted = await trx
+    .insertInto('idempotency_keys')
+    .values({ ...row, response_status: 0, response_body: '{}' })
+    .onConflict((oc) => oc.columns(['tenant_id', 'caller_id', 'key']).doNothing())
+    .returning('key')
+    .executeTakeFirst();
+  if (inserted) return undefined;
+  return trx
+    .selectFrom('idempotency_keys')
+    .select(['request_hash', 'response_status', 'response_body'])
+    .where('tenant_id', '=', row.tenant_id)
+    .where('caller_id', '=', row.caller_id)
+    .where('key', '=', row.key)
+    .executeTakeFirstOrThrow();
+}
+
+export async function storeIdempotentResponse(
+  trx: Tx,
+  row: { tenant_id: string; caller_id: string; key: string },
+  response: { status: number; body: unknown },
+) {
+  await trx
+    .updateTable('idempotency_keys')
+    .set({ response_status: response.status, response_body: JSON.stringify(response.body) })
+    .where('tenant_id', '=', row.tenant_id)
+    .where('caller_id', '=', row.caller_id)
+    .where('key', '=', row.key)
+    .execute();
+}

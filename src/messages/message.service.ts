@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto';
+import type { components } from '../../generated/api.ts';
+import * as conversationRepo from '../conversations/conversation.repository.ts';
+import type { Database, Tx } from '../db/database.ts';
+import type { Message, MessageSenderType, MessageType } from '../db/schema.ts';
+import type { EventBus } from '../events/bus.ts';
+import { type Emit, inTenantTransaction } from '../events/outbox.ts';
+import type { Principal } from '../http/access.ts';
+import { callerIdOf } from '../shared/caller.ts';
+import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
+import { AppError, notFound } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import * as repo from './message.repository.ts';
+
+type S = components['schemas'];
+
+export const toMessageDto = (m: Message): S['Message'] => ({
+  id: m.id,
+  conversation_id: m.conversation_id,
+  sender_type: m.sender_type,
+  sender_id: m.sender_id,
+  type: m.type,
+  content: m.content,
+  internal: m.internal,
+  attachments: m.attachments,
+  created_at: m.created_at.toISOString(),
+});
+
+export const conversationClosed = () =>
+  new AppError('ERR_CONVERSATION_CLOSED', 'The conversation is closed; reopen it first');
+
+/**
+ * Adds a message to a conversation the caller has locked: the message, the conversation's last
+ * message and activity time, and message.created, all in the caller's transaction.
+ */
+export async function appendMessage(
+  trx: Tx,
+  emit: Emit,
+  conversation: { id: string; tenant_id: string },
+  message: { sender_type: MessageSenderType; sender_id: string | null; type: MessageType; content: string; internal?: boolean; attachments?: string[] },
+  now: Date,
+): Promise<S['Message']> {
+  const internal = message.internal ?? false;
+  const row = await repo.insertMessage(trx, {
+    id: newId('message'),
+    tenant_id: conversation.tenant_id,
+    conversation_id: conversation.id,
+    sender_type: message.sender_type,
+    sender_id: message.sender_id,
+    type: message.type,
+    content: message.content,
+    internal,
+    attachments: message.attachments ?? [],
+    created_at: now,
+  });
+  // Internal notes are activity, but the last message is what the visitor could see.
+  await conversationRepo.updateConversation(
+    trx,
+    conversation.id,
+    internal ? { last_activity_at: now } : { last_message: message.content, last_message_at: now, last_activity_at: now },
+    now,
+  );
+  const dto = toMessageDto(row);
+  await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
+  return dto;
+}
+
+export interface SendResult {
+  message: S['Message'];
+  replayed: boolean;
+}
+
+export class MessageService {
+  readonly #database: Database;
+  readonly #bus: EventBus;
+
+  constructor(deps: { database: Database; bus: EventBus }) {
+    this.#database = deps.database;
+    this.#bus = deps.bus;
+  }
+
+  async send(principal: Principal, input: S['MessageCreate'], idempotencyKey?: string): Promise<SendResult> {
+    const callerId = callerIdOf(principal);
+    const keyRow = idempotencyKey ? { tenant_id: principal.tenantId, caller_id: callerId, key: idempotencyKey } : undefined;
+    return inTenantTransaction(this.#database, this.#bus, principal.tenantId, async (trx, emit) => {
+      if (keyRow) {
+        const requestHash = createHash('sha256').update(JSON.stringify(input)).digest();
+        const earlier = await repo.claimIdempotencyKey(trx, { ...keyRow, request_hash: requestHash });
+        if (earlier) {
+          if (!Buffer.from(earlier.request_hash).equals(requestHash)) {
+            throw new AppError('ERR_IDEMPOTENCY_MISMATCH', 'This Idempotency-Key was used with a different request body');
+          }
+          return { message: earlier.response_body as S['Message'], replayed: true };
+        }
+      }
+      const conversation = await conversationRepo.lockConversation(trx, input.conversation_id);
+      if (!conversation) throw notFound('Conversation');
+      if (conversation.status === 'closed') throw conversationClosed();
+      const internal = input.internal ?? false;
+      const message = await appendMessage(
+        trx,
+        emit,
+        conversation,
+        {
+          // Integrations speak as bots; the key's id says which.
+          sender_type: principal.kind === 'user' ? 'user' : 'bot',
+          sender_id: callerId,
+          type: internal ? 'note' : 'text',
+          content: input.content,
+          internal,
+          attachments: input.attachments ?? [],
+        },
+        new Date(),
+      );
+      if (keyRow) await repo.storeIdempotentResponse(trx, keyRow, { status: 201, body: message });
+      return { message, replayed: false };
+    });
+  }
+
+  async list(principal: Principal, conversationId: string, page: { limit: number; cursor?: string }): Promise<S['MessageList']> {
+    const before = page.cursor ? decodeCursor(page.cursor) : undefined;
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      if (!(await conversationRepo.findConversation(trx, conversationId, callerIdOf(principal)))) throw notFound('Conversation');
+      const { rows, hasMore, total } = await repo.listMessages(trx, conversationId, { limit: page.limit, ...(before ? { before } : {}) });
+      const last = rows[rows.length - 1];
+      return {
+        data: rows.map(toMessageDto),
+        pagination: {
+          total,
+          limit: page.limit,
+          offset: 0,
+          has_more: hasMore,
+          next_cursor: hasMore && last ? encodeCursor(last.created_at, last.id) : null,
+        },
+      };
+    });
+  }
+
+  async markRead(principal: Principal, conversationId: string): Promise<S['ReadResult']> {
+    const readerId = callerIdOf(principal);
+    return inTenantTransaction(this.#database, this.#bus, principal.tenantId, async (trx, emit) => {
+      const conversation = await conversationRepo.findConversation(trx, conversationId, readerId);
+      if (!conversation) throw notFound('Conversation');
+      const mark = await repo.upsertReadMark(trx, {
+        tenant_id: principal.tenantId,
+        conversation_id: conversationId,
+        reader_id: readerId,
+        last_read_at: new Date(),
+      });
+      const after = await conversationRepo.findConversation(trx, conversationId, readerId);
+      const lastReadAt = mark.last_read_at.toISOString();
+      await emit('message.read', { conversation_id: conversationId, reader_id: readerId, last_read_at: lastReadAt }, { conversationId, internal: true });
+      return { conversation_id: conversationId, last_read_at: lastReadAt, unread_count: after?.unread_count ?? 0 };
+    });
+  }
+}
