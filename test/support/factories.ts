@@ -59,3 +59,49 @@ export async function login(email: string, tenantId?: string): Promise<string> {
     .expect(200);
   return res.body.access_token;
 }
+
+/** A visitor record (the widget makes them; that capability has its own issue). */
+export async function createVisitor(tenant: TestTenant, options: { name?: string } = {}): Promise<string> {
+  const { database } = await getHarness();
+  const id = newId('visitor');
+  await database.withTenant(tenant.tenantId, (trx) =>
+    trx.insertInto('visitors').values({ id, tenant_id: tenant.tenantId, name: options.name ?? null }).execute(),
+  );
+  return id;
+}
+
+/** A conversation with a new visitor, started through the API by the owner (open, unassigned). */
+export async function createConversation(
+  tenant: TestTenant,
+  body: Record<string, unknown> = {},
+  token = tenant.owner.accessToken,
+): Promise<Record<string, any>> {
+  const { app } = await getHarness();
+  const visitorId = body.visitor_id || body.contact_id ? undefined : await createVisitor(tenant);
+  const res = await request(app)
+    .post('/api/v1/conversations')
+    .set('Authorization', `Bearer ${token}`)
+    .send({ ...(visitorId ? { visitor_id: visitorId } : {}), ...body });
+  if (res.status !== 201) throw new Error(`createConversation: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** The events the outbox holds for a conversation, oldest first. */
+export async function eventsOf(tenant: TestTenant, conversationId: string) {
+  const { database } = await getHarness();
+  return database.withTenant(tenant.tenantId, (trx) =>
+    trx
+      .selectFrom('events')
+      .select(['type', 'data', 'internal', 'recipients', 'conversation_id'])
+      .where('conversation_id', '=', conversationId)
+      .orderBy('position')
+      .execute(),
+  );
+}
+
+export async function messagesOf(tenant: TestTenant, conversationId: string) {
+  const { database } = await getHarness();
+  return database.withTenant(tenant.tenantId, (trx) =>
+    trx.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId).orderBy('created_at').orderBy('id').execute(),
+  );
+}
