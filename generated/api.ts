@@ -1189,7 +1189,17 @@ export interface components {
             /** @description Opaque cursor of the next page, null on the last page */
             next_cursor: string | null;
             offset: number;
+            /**
+             * @description How many items match. Exact up to 10,000; past that, large lists (conversations, contacts)
+             *     give the database's estimate and say so with `total_is_estimate`, so that a page costs the same
+             *     at a million rows as at ten thousand. `has_more` and cursors are always exact.
+             */
             total: number;
+            /**
+             * @description Present (true) only when `total` is an estimate
+             * @constant
+             */
+            total_is_estimate?: true;
         };
         /** @description 10 to 128 characters */
         Password: string;

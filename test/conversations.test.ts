@@ -450,3 +450,20 @@ describe('conversations', () => {
     });
   });
 });
+
+describe('conversation counts at scale', () => {
+  it('total is exact up to 10,000 and an estimate, flagged, beyond', async function () {
+    this.timeout(120_000);
+    const { app, database } = await getHarness();
+    const { seedConversations } = await import('../scripts/bench/seed-conversations.ts');
+    const t = await createTenant();
+    await seedConversations(database, t.tenantId, 10_050);
+    const all = await request(app).get('/api/v1/conversations?limit=5').set(bearer(t.owner.accessToken)).expect(200);
+    expect(all.body.pagination).to.include({ total_is_estimate: true, has_more: true, limit: 5 });
+    expect(all.body.pagination.total).to.be.at.least(10_001);
+    // Every third seeded conversation is closed: 3,350 of them, counted exactly.
+    const closedOnes = await request(app).get('/api/v1/conversations?status=closed&limit=5').set(bearer(t.owner.accessToken)).expect(200);
+    expect(closedOnes.body.pagination.total).to.equal(3350);
+    expect(closedOnes.body.pagination).not.to.have.property('total_is_estimate');
+  });
+});

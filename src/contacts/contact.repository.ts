@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { cappedCount } from '../db/paginate.ts';
 
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -14,8 +15,8 @@ export async function listContacts(trx: Tx, filter: { q?: string }, page: { limi
   let rowsQuery = base.selectAll();
   if (page.after) rowsQuery = rowsQuery.where(sql<boolean>`(created_at, id) < (${page.after.at}, ${page.after.id})`);
   const rows = await rowsQuery.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
-  const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
+  const { total, estimated } = await cappedCount(trx, base.selectAll());
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
 }
 
 export async function findContact(trx: Tx, id: string, options: { lock?: boolean } = {}) {

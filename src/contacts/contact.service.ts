@@ -46,13 +46,20 @@ export class ContactService {
   async list(principal: Principal, query: { q?: string; limit?: number; cursor?: string }): Promise<S['ContactList']> {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-    const { rows, hasMore, total } = await this.#database.withTenant(principal.tenantId, (trx) =>
+    const { rows, hasMore, total, estimated } = await this.#database.withTenant(principal.tenantId, (trx) =>
       repo.listContacts(trx, query.q ? { q: query.q } : {}, { limit, ...(after ? { after } : {}) }),
     );
     const last = rows[rows.length - 1];
     return {
       data: rows.map(toDto),
-      pagination: { total, limit, offset: 0, has_more: hasMore, next_cursor: hasMore && last ? encodeCursor(last.created_at, last.id) : null },
+      pagination: {
+        total,
+        limit,
+        offset: 0,
+        has_more: hasMore,
+        next_cursor: hasMore && last ? encodeCursor(last.created_at, last.id) : null,
+        ...(estimated ? { total_is_estimate: true } : {}),
+      },
     };
   }
 

@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { cappedCount } from '../db/paginate.ts';
 import type { DB, ConversationStatus, Priority } from '../db/schema.ts';
 
 // Every query here runs as the request role, so row-level security keeps it inside the tenant.
@@ -114,8 +115,8 @@ export async function listConversations(
     .limit(page.limit + 1)
     .offset(page.after ? 0 : page.offset)
     .execute();
-  const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
+  const { total, estimated } = await cappedCount(trx, base.selectAll());
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
 }
 
 /** The member's role and seat if they are an active member of the tenant. */

@@ -109,7 +109,7 @@ export class ConversationService {
             ? requireUser(principal).userId
             : query.assigned_to;
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const { rows, hasMore, total } = await repo.listConversations(
+      const { rows, hasMore, total, estimated } = await repo.listConversations(
         trx,
         callerIdOf(principal),
         {
@@ -132,6 +132,7 @@ export class ConversationService {
           offset: after ? 0 : offset,
           has_more: hasMore,
           next_cursor: hasMore && last ? encodeCursor(last.last_activity_at, last.id) : null,
+          ...(estimated ? { total_is_estimate: true } : {}),
         },
       };
     });

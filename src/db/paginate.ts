@@ -1,4 +1,6 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { CompiledQuery, type SelectQueryBuilder, sql } from 'kysely';
+import type { Tx } from './database.ts';
+import type { DB } from './schema.ts';
 
 /**
  * One offset page of a query and the total it would return unpaged. The count is the same query with
@@ -15,4 +17,27 @@ export async function offsetPage<DB, TB extends keyof DB, O>(
     .select((eb) => eb.fn.countAll<number>().as('total'))
     .executeTakeFirstOrThrow();
   return { rows, total: (counted as { total: number }).total };
+}
+
+/** Matches counted exactly; past this, lists report the planner's estimate (an exact count grows with the table). */
+export const EXACT_COUNT_LIMIT = 10_000;
+
+/**
+ * How many rows the query matches: exact up to EXACT_COUNT_LIMIT (counting stops there, so it costs the
+ * same for ten thousand rows as for a million), the planner's estimate beyond.
+ */
+export async function cappedCount<TB extends keyof DB, O>(
+  trx: Tx,
+  query: SelectQueryBuilder<DB, TB, O>,
+): Promise<{ total: number; estimated: boolean }> {
+  const matches = query.clearSelect().clearOrderBy().select(sql<number>`1`.as('one'));
+  const { n } = await trx
+    .selectFrom(matches.limit(EXACT_COUNT_LIMIT + 1).as('capped'))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  if (n <= EXACT_COUNT_LIMIT) return { total: n, estimated: false };
+  const compiled = matches.compile();
+  const plan = await trx.executeQuery(CompiledQuery.raw(`explain (format json) ${compiled.sql}`, [...compiled.parameters]));
+  const estimate = Number((plan.rows[0] as { 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] })['QUERY PLAN'][0].Plan['Plan Rows']);
+  return { total: Math.max(EXACT_COUNT_LIMIT + 1, Math.round(estimate)), estimated: true };
 }
