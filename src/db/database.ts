@@ -33,6 +33,8 @@ export interface DatabaseOptions {
   databaseUrl?: string | undefined;
   dataDir: string;
   poolMax: number;
+  /** Sees every statement Kysely runs (the benchmark captures the app's SQL with it). */
+  onQuery?: (sql: string, parameters: readonly unknown[]) => void;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -46,7 +48,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     });
-    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }));
+    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }));
   }
   let dataDir: string | undefined;
   if (url === 'pglite://memory') {
@@ -58,8 +60,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
   if (dataDir) await mkdir(dataDir, { recursive: true });
   const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
-  return wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }) }));
+  return wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }), ...logOption(options) }));
 }
+
+const logOption = (options: DatabaseOptions) =>
+  options.onQuery
+    ? {
+        log: (event: { level: string; query: { sql: string; parameters: readonly unknown[] } }) => {
+          if (event.level === 'query') options.onQuery!(event.query.sql, event.query.parameters);
+        },
+      }
+    : {};
 
 function wrap(kind: Database['kind'], db: Kysely<DB>): Database {
   const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>) =>

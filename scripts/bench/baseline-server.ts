@@ -1,0 +1,84 @@
+// The benchmark's baseline: plain node:http and pg, running the very statements the app ran for each
+// endpoint (captured by conversations.ts), in the same transactions, with the same JWT check. What the
+// app costs beyond this is express, the validator, Kysely and our own code.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import jwt from 'jsonwebtoken';
+import pg from 'pg';
+import { newId } from '../../src/shared/ids.ts';
+
+interface Statement {
+  sql: string;
+  params: unknown[];
+}
+interface Captured {
+  conversationId: string;
+  list: Statement[];
+  get: Statement[];
+  post: Statement[];
+}
+
+const captured = JSON.parse(readFileSync(process.env.BASELINE_CAPTURE!, 'utf8')) as Captured;
+const secret = process.env.JWT_SECRET!;
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_MAX ?? 10) });
+
+// Each transaction of the app starts by setting its role; statements up to the next one belong to it.
+function transactions(statements: Statement[]): Statement[][] {
+  const groups: Statement[][] = [];
+  for (const s of statements) {
+    if (s.sql.startsWith('select set_config(') || groups.length === 0) groups.push([]);
+    groups.at(-1)!.push(s);
+  }
+  return groups;
+}
+
+async function replay(statements: Statement[], rewrite: (p: unknown) => unknown): Promise<unknown[]> {
+  let last: unknown[] = [];
+  for (const group of transactions(statements)) {
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      for (const s of group) last = (await client.query(s.sql, s.params.map(rewrite))).rows;
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+  return last;
+}
+
+const reviveDate = (p: unknown) => (typeof p === 'string' && /^\d{4}-\d\d-\d\dT/.test(p) ? new Date() : p);
+
+createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    void (async () => {
+      try {
+        jwt.verify((req.headers.authorization ?? '').slice(7), secret, { algorithms: ['HS256'] });
+        let rows: unknown[];
+        if (req.method === 'GET' && req.url?.startsWith('/api/v1/conversations?')) {
+          rows = await replay(captured.list, (p) => p);
+        } else if (req.method === 'GET' && req.url?.startsWith('/api/v1/conversations/')) {
+          rows = await replay(captured.get, (p) => p);
+        } else if (req.method === 'POST' && req.url === '/api/v1/messages') {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { conversation_id: string };
+          rows = await replay(captured.post, (p) => {
+            if (p === captured.conversationId) return body.conversation_id;
+            if (typeof p === 'string' && /^(msg|evt)_/.test(p)) return newId(p.startsWith('msg') ? 'message' : 'event');
+            return reviveDate(p);
+          });
+        } else {
+          res.writeHead(404).end();
+          return;
+        }
+        res.writeHead(req.method === 'POST' ? 201 : 200, { 'Content-Type': 'application/json' }).end(JSON.stringify(rows));
+      } catch (err) {
+        res.writeHead(500).end(String(err));
+      }
+    })();
+  });
+}).listen(Number(process.env.PORT), '127.0.0.1');
