@@ -62,12 +62,14 @@ async function startProcess(script: string, env: Record<string, string>): Promis
 
 const json = (token: string) => ({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' });
 
-async function measure(url: string, token: string, conversationIds: string[]) {
-  let next = 0;
+type Endpoint = 'list' | 'get' | 'post';
+
+function load(endpoint: Endpoint, url: string, token: string, conversationIds: string[]) {
   const run = (opts: autocannon.Options) => autocannon({ connections, duration: seconds, ...opts });
-  const list = await run({ url: `${url}/api/v1/conversations?limit=20`, headers: json(token) });
-  const get = await run({ url: `${url}/api/v1/conversations/${conversationIds[0]}`, headers: json(token) });
-  const post = await run({
+  if (endpoint === 'list') return run({ url: `${url}/api/v1/conversations?limit=20`, headers: json(token) });
+  if (endpoint === 'get') return run({ url: `${url}/api/v1/conversations/${conversationIds[0]}`, headers: json(token) });
+  let next = 0;
+  return run({
     url,
     requests: [
       {
@@ -81,7 +83,6 @@ async function measure(url: string, token: string, conversationIds: string[]) {
       },
     ],
   });
-  return { list, get, post };
 }
 
 const database = await openDatabase({ databaseUrl, dataDir: tmpdir(), poolMax: 4 });
@@ -117,29 +118,30 @@ for (const size of sizes) {
   const captureFile = join(tmpdir(), `bench-capture-${process.pid}.json`);
   writeFileSync(captureFile, JSON.stringify(captured));
 
-  const results: [string, Awaited<ReturnType<typeof measure>>][] = [];
-  results.push(['app, validation on', await measure(app.url, token, conversationIds)]);
-  await app.stop();
+  // All three servers run side by side (an idle one costs nothing) and each endpoint is measured on all
+  // of them before the next: the sends, which add messages, come last, so every server reads the same data.
   const appOff = await startProcess('src/server.ts', { VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
-  results.push(['app, validation off', await measure(appOff.url, token, conversationIds)]);
-  await appOff.stop();
   const baseline = await startProcess('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile });
-  results.push(['baseline node:http+pg', await measure(baseline.url, token, conversationIds)]);
-  await baseline.stop();
-
+  const servers: [string, string][] = [
+    ['app, validation on', app.url],
+    ['app, validation off', appOff.url],
+    ['baseline node:http+pg', baseline.url],
+  ];
   const label = size >= 1_000_000 ? `${size / 1_000_000}M` : `${size / 1000}k`;
   console.log(`(${label}: seeded in ${(seedMs / 1000).toFixed(1)} s)`);
   for (const endpoint of ['list', 'get', 'post'] as const) {
     const name = { list: 'GET /v1/conversations?limit=20', get: 'GET /v1/conversations/{id}', post: 'POST /v1/messages' }[endpoint];
-    const base = results.find(([n]) => n.startsWith('baseline'))![1][endpoint];
-    for (const [server, r] of results) {
-      const x = r[endpoint];
+    const results: [string, autocannon.Result][] = [];
+    for (const [server, url] of servers) results.push([server, await load(endpoint, url, token, conversationIds)]);
+    const base = results.find(([n]) => n.startsWith('baseline'))![1];
+    for (const [server, x] of results) {
       const ratio = server.startsWith('baseline') ? '' : `  (${((x.requests.average / base.requests.average) * 100).toFixed(0)}% of baseline req/s)`;
       console.log(
         `${label.padEnd(10)} ${name.padEnd(32)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(6)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}   ${String(x.non2xx).padStart(6)}${ratio}`,
       );
     }
   }
+  await Promise.all([app.stop(), appOff.stop(), baseline.stop()]);
 }
 await database.close();
 

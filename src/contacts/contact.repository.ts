@@ -15,7 +15,7 @@ export async function listContacts(trx: Tx, filter: { q?: string }, page: { limi
   let rowsQuery = base.selectAll();
   if (page.after) rowsQuery = rowsQuery.where(sql<boolean>`(created_at, id) < (${page.after.at}, ${page.after.id})`);
   const rows = await rowsQuery.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
-  const { total, estimated } = await cappedCount(trx, base.selectAll());
+  const { total, estimated } = await cappedCount(trx, base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc'));
   return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
 }
 

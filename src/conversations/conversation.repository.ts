@@ -115,7 +115,7 @@ export async function listConversations(
     .limit(page.limit + 1)
     .offset(page.after ? 0 : page.offset)
     .execute();
-  const { total, estimated } = await cappedCount(trx, base.selectAll());
+  const { total, estimated } = await cappedCount(trx, base.selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
   return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
 }
 

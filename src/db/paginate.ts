@@ -25,18 +25,23 @@ export const EXACT_COUNT_LIMIT = 10_000;
 /**
  * How many rows the query matches: exact up to EXACT_COUNT_LIMIT (counting stops there, so it costs the
  * same for ten thousand rows as for a million), the planner's estimate beyond.
+ *
+ * Give the query the list's own order: the count then walks the index the page uses and stops after
+ * EXACT_COUNT_LIMIT + 1 entries. Unordered, the planner picks a sequential scan (a tenant is most of the
+ * table, so it looks cheap), and concurrent sequential scans synchronise and wander: 700 ms under load at
+ * a million rows instead of 2 ms.
  */
 export async function cappedCount<TB extends keyof DB, O>(
   trx: Tx,
-  query: SelectQueryBuilder<DB, TB, O>,
+  orderedQuery: SelectQueryBuilder<DB, TB, O>,
 ): Promise<{ total: number; estimated: boolean }> {
-  const matches = query.clearSelect().clearOrderBy().select(sql<number>`1`.as('one'));
+  const matches = orderedQuery.clearSelect().select(sql<number>`1`.as('one'));
   const { n } = await trx
     .selectFrom(matches.limit(EXACT_COUNT_LIMIT + 1).as('capped'))
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   if (n <= EXACT_COUNT_LIMIT) return { total: n, estimated: false };
-  const compiled = matches.compile();
+  const compiled = matches.clearOrderBy().compile();
   const plan = await trx.executeQuery(CompiledQuery.raw(`explain (format json) ${compiled.sql}`, [...compiled.parameters]));
   const estimate = Number((plan.rows[0] as { 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] })['QUERY PLAN'][0].Plan['Plan Rows']);
   return { total: Math.max(EXACT_COUNT_LIMIT + 1, Math.round(estimate)), estimated: true };
