@@ -6,6 +6,7 @@ import type { Principal } from '../http/access.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { keysetPageOf } from '../shared/pagination.ts';
 import * as repo from './contact.repository.ts';
 
 type S = components['schemas'];
@@ -49,17 +50,9 @@ export class ContactService {
     const { rows, hasMore, total, estimated } = await this.#database.withTenant(principal.tenantId, (trx) =>
       repo.listContacts(trx, query.q ? { q: query.q } : {}, { limit, ...(after ? { after } : {}) }),
     );
-    const last = rows[rows.length - 1];
     return {
       data: rows.map(toDto),
-      pagination: {
-        total,
-        limit,
-        offset: 0,
-        has_more: hasMore,
-        next_cursor: hasMore && last ? encodeCursor(last.created_at, last.id) : null,
-        ...(estimated ? { total_is_estimate: true } : {}),
-      },
+      pagination: keysetPageOf(rows, { limit, hasMore, total, estimated }, (last) => encodeCursor(last.created_at, last.id)),
     };
   }
 

@@ -9,6 +9,7 @@ import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
 import * as repo from './conversation.repository.ts';
 
@@ -123,16 +124,11 @@ export class ConversationService {
         },
         { limit, offset, ...(after ? { after } : {}) },
       );
-      const last = rows[rows.length - 1];
       return {
         data: rows.map(toConversationDto),
         pagination: {
-          total,
-          limit,
+          ...keysetPageOf(rows, { limit, hasMore, total, estimated }, (last) => encodeCursor(last.last_activity_at, last.id)),
           offset: after ? 0 : offset,
-          has_more: hasMore,
-          next_cursor: hasMore && last ? encodeCursor(last.last_activity_at, last.id) : null,
-          ...(estimated ? { total_is_estimate: true } : {}),
         },
       };
     });

@@ -10,6 +10,7 @@ import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { keysetPageOf } from '../shared/pagination.ts';
 import * as repo from './message.repository.ts';
 
 type S = components['schemas'];
@@ -122,16 +123,9 @@ export class MessageService {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       if (!(await conversationRepo.findConversation(trx, conversationId, callerIdOf(principal)))) throw notFound('Conversation');
       const { rows, hasMore, total } = await repo.listMessages(trx, conversationId, { limit: page.limit, ...(before ? { before } : {}) });
-      const last = rows[rows.length - 1];
       return {
         data: rows.map(toMessageDto),
-        pagination: {
-          total,
-          limit: page.limit,
-          offset: 0,
-          has_more: hasMore,
-          next_cursor: hasMore && last ? encodeCursor(last.created_at, last.id) : null,
-        },
+        pagination: keysetPageOf(rows, { limit: page.limit, hasMore, total }, (last) => encodeCursor(last.created_at, last.id)),
       };
     });
   }

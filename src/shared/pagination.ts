@@ -14,3 +14,20 @@ export function pageOf(total: number, page: { limit: number; offset: number }, r
     next_cursor: null,
   };
 }
+
+/** The pagination object of a keyset-paged list: next_cursor points after the last row returned. */
+export function keysetPageOf<R>(
+  rows: R[],
+  page: { limit: number; hasMore: boolean; total: number; estimated?: boolean },
+  cursorOf: (last: R) => string,
+): Pagination {
+  const last = rows[rows.length - 1];
+  return {
+    total: page.total,
+    limit: page.limit,
+    offset: 0,
+    has_more: page.hasMore,
+    next_cursor: page.hasMore && last !== undefined ? cursorOf(last) : null,
+    ...(page.estimated ? { total_is_estimate: true as const } : {}),
+  };
+}
