@@ -835,6 +835,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ws/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A ticket to open the WebSocket from a browser
+         * @description Browsers cannot set headers on a WebSocket upgrade: they connect to `/api/v1/ws?ticket=…` with this
+         *     ticket instead. It is single use and lives 30 seconds. See the AsyncAPI contract for the stream.
+         */
+        post: operations["createWsTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1085,7 +1106,7 @@ export interface components {
         /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
         Event: {
             created_at: components["schemas"]["Timestamp"];
-            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"];
+            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"];
             id: string;
             tenant_id: components["schemas"]["TenantId"];
             type: components["schemas"]["EventType"];
@@ -1095,8 +1116,12 @@ export interface components {
             /** @description Pass as `after` to get what follows; stable even when nothing followed yet */
             next_cursor: string;
         };
-        /** @enum {string} */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read";
+        /**
+         * @description presence.updated, typing, visitor.online and visitor.offline are live signals: delivered over the
+         *     WebSocket, never stored, so neither the events feed nor a resume replays them.
+         * @enum {string}
+         */
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline";
         /** @description File identifier (file_ and a UUIDv7) */
         FileId: string;
         ForgotPasswordRequest: {
@@ -1205,6 +1230,10 @@ export interface components {
         Password: string;
         /** @enum {string} */
         Presence: "online" | "away" | "offline";
+        PresenceUpdatedData: {
+            presence: components["schemas"]["Presence"];
+            user_id: components["schemas"]["UserId"];
+        };
         /** @enum {string} */
         Priority: "low" | "normal" | "high" | "urgent";
         /** @description RFC 9457 problem details with a stable machine-readable `code` */
@@ -1346,6 +1375,14 @@ export interface components {
             conversation: components["schemas"]["Conversation"];
             message: string;
         };
+        TypingData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            is_typing: boolean;
+            /** @description The member (usr_…) typing; never sent to visitors */
+            sender_id?: string;
+            /** @enum {string} */
+            sender_type: "user" | "visitor";
+        };
         User: {
             created_at: components["schemas"]["Timestamp"];
             email: components["schemas"]["Email"];
@@ -1381,6 +1418,13 @@ export interface components {
          * @example vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71
          */
         VisitorId: string;
+        VisitorPresenceData: {
+            visitor_id: components["schemas"]["VisitorId"];
+        };
+        WsTicket: {
+            expires_at: components["schemas"]["Timestamp"];
+            ticket: string;
+        };
     };
     responses: {
         /** @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding */
@@ -4127,6 +4171,36 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWsTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A ticket */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ticket": "Zk3q9Xw1b2Lr8Yt4mN6pQ0sV5uC7eH3j",
+                     *       "expires_at": "2026-11-21T10:00:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WsTicket"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

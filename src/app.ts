@@ -35,6 +35,8 @@ import { everyoneOffline, type PresenceStore } from './presence/presence.ts';
 import { TeamService } from './team/team.service.ts';
 import { eventHandlers, teamHandlers, visitorHandlers } from './visitors/visitor.handlers.ts';
 import { VisitorService } from './visitors/visitor.service.ts';
+import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
+import { requireUser } from './shared/principal.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 
@@ -52,6 +54,8 @@ export interface AppDeps {
   /** Committed events are published here; the realtime gateway listens. */
   bus?: EventBus;
   presence?: PresenceStore;
+  /** Tickets for browsers' WebSocket connections (Redis-backed with several instances). */
+  tickets?: TicketStore;
 }
 
 export interface AppOptions {
@@ -78,10 +82,18 @@ export function createServices(deps: AppDeps) {
     visitors: new VisitorService(database),
     team: new TeamService({ database, presence }),
     events: new EventService(database),
+    tickets: deps.tickets ?? new MemoryTicketStore(),
   };
 }
 
+export type Services = ReturnType<typeof createServices>;
+
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
+  return buildApp(deps, options).app;
+}
+
+/** The app and the services behind it (the WebSocket gateway authenticates with the same ones). */
+export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: express.Express; services: Services } {
   const contract = options.contract ?? loadContract();
   const services = createServices(deps);
   const handlers: Handlers = {
@@ -97,6 +109,11 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     ...visitorHandlers(services.visitors),
     ...teamHandlers(services.team),
     ...eventHandlers(services.events),
+    createWsTicket: async ({ principal }) => {
+      const user = requireUser(principal);
+      const { ticket, expiresAt } = await services.tickets.issue({ userId: user.userId, tenantId: user.tenantId, sessionId: user.sessionId });
+      return { status: 201, body: { ticket, expires_at: expiresAt.toISOString() } };
+    },
     ...options.handlers,
   };
   const access: AccessDeps = {
@@ -119,7 +136,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.use(contract.basePath, router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return app;
+  return { app, services };
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;

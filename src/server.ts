@@ -3,7 +3,12 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import pino from 'pino';
 import { createClient } from 'redis';
-import { createApp } from './app.ts';
+import { buildApp } from './app.ts';
+import { EventBus } from './events/bus.ts';
+import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
+import { RealtimeGateway } from './realtime/gateway.ts';
+import { MemoryPresenceTracker, RedisPresenceTracker } from './realtime/presence-tracker.ts';
+import { MemoryTicketStore, RedisTicketStore } from './realtime/tickets.ts';
 import { PasswordHasher } from './auth/password.ts';
 import { TokenService } from './auth/tokens.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
@@ -15,6 +20,7 @@ import { resolveJwtSecret } from './shared/secrets.ts';
 
 export interface RunningService {
   server: Server;
+  gateway: RealtimeGateway;
   url: string;
   stop(): Promise<void>;
 }
@@ -36,17 +42,25 @@ export async function startService(config: Config): Promise<RunningService> {
     redis.on('error', (err) => logger.error({ err }, 'redis error'));
     await redis.connect();
   }
-  const app = createApp({
+  // With Redis, every instance shares presence, tickets, rate limits and event notifications.
+  const redisClient = redis as import('redis').RedisClientType | undefined;
+  const bus = new EventBus();
+  const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
+  const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
+  const fanout = redisClient ? await RedisFanout.create(redisClient) : new LocalFanout();
+  const { app, services } = buildApp({
     config,
     logger,
     database,
     tokens,
     passwords,
     mailer,
+    bus,
+    presence,
+    tickets,
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
 
-  // The WebSocket gateway attaches to this same server (upgrade events) in the realtime capability.
   const server = config.tls
     ? createTlsServer({ cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }, app)
     : createServer(app);
@@ -54,6 +68,18 @@ export async function startService(config: Config): Promise<RunningService> {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  const gateway = new RealtimeGateway({
+    database,
+    bus,
+    fanout,
+    tokens,
+    tickets,
+    presence,
+    findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
+    findApiKey: (key) => services.apiKeys.authenticate(key),
+    logger,
+  });
+  gateway.attach(server);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -63,6 +89,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('shutting down');
+      await gateway.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
       // A keep-alive connection whose last response just finished turns idle after close() was called,
       // so idle connections are swept until the server is closed, not once.
@@ -79,7 +106,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await database.close();
       logger.info('stopped');
     })());
-  return { server, url, stop };
+  return { server, gateway, url, stop };
 }
 
 async function main(): Promise<void> {

@@ -106,10 +106,14 @@ describe('the events feed', () => {
     await database.withTenant(t.tenantId, (trx) =>
       writeEvent(trx, t.tenantId, 'conversation.assigned', { conversation_id: c.id, assigned_user_id: null, previous_assigned_user_id: null }),
     );
-    const during = await feed(start);
-    expect(during.data).to.deep.equal([]);
-    release();
-    await slow;
+    try {
+      const during = await feed(start);
+      expect(during.data).to.deep.equal([]);
+    } finally {
+      // An open transaction holds back every reader of the outbox: never leave it open.
+      release();
+      await slow;
+    }
     const after = await feed(start);
     expect(after.data.map((e: { type: string }) => e.type)).to.deep.equal(['conversation.reopened', 'conversation.assigned']);
     expect((await feed(after.next_cursor)).data).to.deep.equal([]);

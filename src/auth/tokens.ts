@@ -36,6 +36,38 @@ export class TokenService {
     });
   }
 
+  signVisitorToken(claims: VisitorClaims): string {
+    return signVisitorToken(this.#secret, claims, this.#now());
+  }
+
+  verifyVisitorToken(token: string): VisitorClaims & { expiresAt: number } {
+    try {
+      const payload = jwt.verify(token, this.#secret, {
+        algorithms: ['HS256'],
+        issuer: ISSUER,
+        audience: VISITOR_AUDIENCE,
+        clockTimestamp: Math.floor(this.#now() / 1000),
+      }) as jwt.JwtPayload;
+      if (typeof payload.sub === 'string' && VISITOR_ID.test(payload.sub) && typeof payload.tid === 'string' && TENANT_ID.test(payload.tid)) {
+        return { visitorId: payload.sub, tenantId: payload.tid, expiresAt: (payload.exp ?? 0) * 1000 };
+      }
+    } catch (err) {
+      if (err instanceof jwt.TokenExpiredError) throw new AppError('ERR_TOKEN_EXPIRED', 'The visitor token has expired');
+    }
+    throw new AppError('ERR_UNAUTHENTICATED', 'The visitor token is not valid');
+  }
+
+  /** When an access token expires (ms since the epoch), read without verifying: verify first. */
+  expiryOf(token: string): number | undefined {
+    const exp = (jwt.decode(token) as jwt.JwtPayload | null)?.exp;
+    return typeof exp === 'number' ? exp * 1000 : undefined;
+  }
+
+  /** Whether a token is meant for visitors (its audience), read without verifying. */
+  isVisitorToken(token: string): boolean {
+    return (jwt.decode(token) as jwt.JwtPayload | null)?.aud === VISITOR_AUDIENCE;
+  }
+
   verifyAccessToken(token: string): AccessClaims {
     let payload: jwt.JwtPayload;
     try {
@@ -57,6 +89,26 @@ export class TokenService {
     }
     return { userId: sub, tenantId: tid, sessionId: sid };
   }
+}
+
+export const VISITOR_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+const VISITOR_AUDIENCE = 'visitor';
+const VISITOR_ID = /^vis_[0-9a-f-]{36}$/;
+
+export interface VisitorClaims {
+  visitorId: string;
+  tenantId: string;
+}
+
+/** A visitor's token: the widget's credential, audience `visitor`, 30 days. */
+export function signVisitorToken(secret: string, claims: VisitorClaims, now = Date.now()): string {
+  return jwt.sign({ tid: claims.tenantId, iat: Math.floor(now / 1000) }, secret, {
+    algorithm: 'HS256',
+    subject: claims.visitorId,
+    issuer: ISSUER,
+    audience: VISITOR_AUDIENCE,
+    expiresIn: VISITOR_TOKEN_TTL_SECONDS,
+  });
 }
 
 /** An opaque secret token (256 random bits) and the hash under which it is stored. */

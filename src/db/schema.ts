@@ -234,6 +234,7 @@ export interface EventsTable {
   conversation_id: string | null;
   internal: Generated<boolean>;
   recipients: Generated<string[]>;
+  visitor_id: string | null;
   txid: Generated<string>;
   created_at: CreatedAt;
 }

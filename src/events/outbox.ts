@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
@@ -62,6 +63,10 @@ export async function writeEvent<T extends EventType>(
       conversation_id: routing.conversationId ?? null,
       internal: routing.internal ?? false,
       recipients: routing.recipients ?? [],
+      // The conversation's visitor, read in this same transaction: visitors' sockets get only their own.
+      visitor_id: routing.conversationId
+        ? sql<string | null>`(select visitor_id from conversations where id = ${routing.conversationId})`
+        : null,
       created_at: createdAt,
     })
     .execute();

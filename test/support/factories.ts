@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
 import request from 'supertest';
 import type { Database } from '../../src/db/database.ts';
 import * as authRepo from '../../src/auth/auth.repository.ts';
@@ -75,8 +76,9 @@ export async function createConversation(
   tenant: TestTenant,
   body: Record<string, unknown> = {},
   token = tenant.owner.accessToken,
+  via?: Express,
 ): Promise<Record<string, any>> {
-  const { app } = await getHarness();
+  const app = via ?? (await getHarness()).app;
   const visitorId = body.visitor_id || body.contact_id ? undefined : await createVisitor(tenant);
   const res = await request(app)
     .post('/api/v1/conversations')

@@ -1,0 +1,409 @@
+import { expect } from 'chai';
+import jwt from 'jsonwebtoken';
+import request from 'supertest';
+import { TokenService } from '../src/auth/tokens.ts';
+import { writeEvent } from '../src/events/outbox.ts';
+import { CLOSE } from '../src/realtime/gateway.ts';
+import { newId } from '../src/shared/ids.ts';
+import { addMember, createConversation, createTenant, createVisitor, login, type TestTenant } from './support/factories.ts';
+import { TEST_JWT_SECRET, getHarness } from './support/harness.ts';
+import { type Client, connect, contractErrors, EVENT_TYPES, type RealtimeServer, startRealtime } from './support/realtime.ts';
+
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+const isEvent = (type: string) => (f: Record<string, any>) => f.type === type;
+const settle = () => new Promise((r) => setTimeout(r, 150));
+
+describe('realtime gateway', function () {
+  this.timeout(30_000);
+  let rt: RealtimeServer;
+  const clients: Client[] = [];
+  const open = async (...args: Parameters<typeof connect>) => {
+    const c = await connect(...args);
+    clients.push(c);
+    return c;
+  };
+
+  before(async () => {
+    rt = await startRealtime();
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.ws.terminate();
+  });
+  after(async () => {
+    await rt.close();
+  });
+
+  async function visitorToken(t: TestTenant, visitorId: string) {
+    const { deps } = await getHarness();
+    return deps.tokens.signVisitorToken({ visitorId, tenantId: t.tenantId });
+  }
+
+  describe('connecting', () => {
+    it('a member connects with a bearer token and is welcomed', async () => {
+      const t = await createTenant();
+      const c = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      expect(c.frames[0]).to.include({ type: 'welcome', audience: 'member', heartbeat_seconds: 30 });
+    });
+
+    it('an upgrade without a credential, or a bad one, is refused before any socket exists', async () => {
+      const t = await createTenant();
+      for (const headers of [{}, bearer('nonsense'), bearer(jwt.sign({ sub: 'x' }, 'wrong-secret'))]) {
+        const err = await connect(rt.wsUrl, headers).then(() => null, (e: { status?: number }) => e);
+        expect(err?.status).to.equal(401);
+      }
+      const wrongPath = await connect(rt.wsUrl.replace('/ws', '/wsx'), bearer(t.owner.accessToken)).then(() => null, (e: { status?: number }) => e);
+      expect(wrongPath?.status).to.equal(404);
+    });
+
+    it('browsers use a single-use ticket from POST /v1/ws/tickets', async () => {
+      const t = await createTenant();
+      const res = await request(rt.app).post('/api/v1/ws/tickets').set(bearer(t.owner.accessToken)).expect(201);
+      expect(Date.parse(res.body.expires_at) - Date.now()).to.be.within(25_000, 31_000);
+      const c = await open(`${rt.wsUrl}?ticket=${res.body.ticket}`);
+      expect(c.frames[0]).to.include({ audience: 'member' });
+      const again = await connect(`${rt.wsUrl}?ticket=${res.body.ticket}`).then(() => null, (e: { status?: number }) => e);
+      expect(again?.status).to.equal(401);
+    });
+
+    it('an API key with X-Tenant-ID connects as an integration; without conversations:read it is refused', async () => {
+      const t = await createTenant();
+      const key = async (scopes: string[]) =>
+        (await request(rt.app).post('/api/v1/api-keys').set(bearer(t.owner.accessToken)).send({ name: 'ws', scopes }).expect(201)).body.key;
+      const c = await open(rt.wsUrl, { 'X-API-Key': await key(['conversations:read']), 'X-Tenant-ID': t.tenantId });
+      expect(c.frames[0]).to.include({ audience: 'integration' });
+      const poor = await connect(rt.wsUrl, { 'X-API-Key': await key(['contacts:read']), 'X-Tenant-ID': t.tenantId }).then(() => null, (e: { status?: number }) => e);
+      expect(poor?.status).to.equal(403);
+      const other = await createTenant();
+      const foreign = await connect(rt.wsUrl, { 'X-API-Key': await key(['conversations:read']), 'X-Tenant-ID': other.tenantId }).then(() => null, (e: { status?: number }) => e);
+      expect(foreign?.status).to.equal(403);
+    });
+
+    it('a member of another tenant cannot select this one with X-Tenant-ID', async () => {
+      const a = await createTenant();
+      const b = await createTenant();
+      const err = await connect(rt.wsUrl, { ...bearer(a.owner.accessToken), 'X-Tenant-ID': b.tenantId }).then(() => null, (e: { status?: number }) => e);
+      expect(err?.status).to.equal(403);
+    });
+  });
+
+  describe('events', () => {
+    it('conversation.transferred and conversation.reopened arrive with exactly the seed\'s payload fields', async () => {
+      const t = await createTenant();
+      const agent = await addMember(t);
+      const c = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/transfer`).set(bearer(t.owner.accessToken)).send({ user_id: agent.userId }).expect(200);
+      const transferred = await c.next(isEvent('conversation.transferred'));
+      expect(Object.keys(transferred.data).sort()).to.deep.equal(['assigned_user_id', 'conversation_id', 'department_id']);
+      expect(transferred.data).to.deep.equal({ conversation_id: conv.id, assigned_user_id: agent.userId, department_id: null });
+      expect(transferred).to.include({ tenant_id: t.tenantId });
+      expect(transferred.id).to.match(/^evt_/);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/close`).set(bearer(t.owner.accessToken)).expect(200);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/reopen`).set(bearer(t.owner.accessToken)).expect(200);
+      const reopened = await c.next(isEvent('conversation.reopened'));
+      expect(reopened.data).to.deep.equal({ conversation_id: conv.id });
+    });
+
+    it('every event type of the AsyncAPI file is produced by some action and matches its schema as received', async () => {
+      const t = await createTenant();
+      const agent = await addMember(t);
+      const agentToken = await login(agent.email);
+      const visitorId = await createVisitor(t);
+      const owner = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      const auth = bearer(t.owner.accessToken);
+      const conv = await createConversation(t, { visitor_id: visitorId, message: 'Hello!' }, t.owner.accessToken, rt.app);
+      await request(rt.app).put(`/api/v1/conversations/${conv.id}`).set(auth).send({ priority: 'high' }).expect(200);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/assign`).set(auth).send({ user_id: agent.userId }).expect(200);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/transfer`).set(auth).send({ user_id: t.owner.userId }).expect(200);
+      await request(rt.app).post(`/api/v1/messages/${conv.id}/read`).set(auth).expect(200);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/close`).set(auth).expect(200);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/reopen`).set(auth).expect(200);
+      const agentSocket = await open(rt.wsUrl, bearer(agentToken)); // presence.updated: the agent comes online
+      agentSocket.ws.send(JSON.stringify({ type: 'typing', conversation_id: conv.id, is_typing: true }));
+      const visitor = await open(`${rt.wsUrl}?visitor_token=${await visitorToken(t, visitorId)}`); // visitor.online
+      visitor.close(); // visitor.offline
+      await owner.next(isEvent('visitor.offline'));
+      const seen = new Set<string>();
+      for (const frame of owner.frames.filter((f) => f.id)) {
+        expect(contractErrors(frame), `${frame.type}: ${JSON.stringify(frame)}`).to.deep.equal([]);
+        seen.add(frame.type);
+      }
+      expect([...seen].sort()).to.deep.equal([...EVENT_TYPES].sort());
+    });
+
+    it('a socket of tenant A never receives an event of tenant B', async () => {
+      const a = await createTenant();
+      const b = await createTenant();
+      const socketA = await open(rt.wsUrl, bearer(a.owner.accessToken));
+      const socketB = await open(rt.wsUrl, bearer(b.owner.accessToken));
+      const convB = await createConversation(b, { message: 'secret of B' }, b.owner.accessToken, rt.app);
+      await socketB.next((f) => f.type === 'message.created');
+      const convA = await createConversation(a, {}, a.owner.accessToken, rt.app);
+      await socketA.next((f) => f.type === 'conversation.created' && f.data.conversation_id === convA.id);
+      await settle();
+      expect(socketA.frames.filter((f) => f.id).every((f) => f.tenant_id === a.tenantId)).to.equal(true);
+      expect(JSON.stringify(socketA.frames)).not.to.contain(convB.id).and.not.to.contain('secret of B');
+    });
+
+    it('visitors get only their own conversations, without internal notes and without names', async () => {
+      const t = await createTenant();
+      const agent = await addMember(t);
+      const mine = await createVisitor(t);
+      const other = await createVisitor(t);
+      const visitor = await open(rt.wsUrl, bearer(await visitorToken(t, mine)));
+      expect(visitor.frames[0]).to.include({ audience: 'visitor' });
+      const conv = await createConversation(t, { visitor_id: mine }, t.owner.accessToken, rt.app);
+      const foreign = await createConversation(t, { visitor_id: other, message: 'not for you' }, t.owner.accessToken, rt.app);
+      const auth = bearer(t.owner.accessToken);
+      await request(rt.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'psst internal', internal: true }).expect(201);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/transfer`).set(auth).send({ user_id: agent.userId, note: 'hand-over note' }).expect(200);
+      await request(rt.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'Hi, I can help' }).expect(201);
+      const reply = await visitor.next((f) => f.type === 'message.created' && f.data.message.content === 'Hi, I can help');
+      expect(reply.data.message).to.include({ sender_type: 'user', sender_id: null });
+      expect(contractErrors(reply)).to.deep.equal([]);
+      await settle();
+      const text = JSON.stringify(visitor.frames);
+      expect(text).not.to.contain('psst internal').and.not.to.contain('hand-over note').and.not.to.contain('not for you');
+      expect(text).not.to.contain(agent.userId).and.not.to.contain(t.owner.userId).and.not.to.contain(foreign.id);
+      const types = visitor.frames.filter((f) => f.id).map((f) => f.type);
+      expect(types).not.to.include('conversation.transferred').and.not.to.include('conversation.assigned');
+      // The notice of the transfer reaches the visitor as a message, without names.
+      expect(visitor.frames.some((f) => f.type === 'message.created' && f.data.message.type === 'system')).to.equal(true);
+    });
+  });
+
+  describe('resume', () => {
+    it('a client that reconnects with last_event_id gets every event it missed, in order, none twice', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const first = await open(rt.wsUrl, auth);
+      const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+      const created = await first.next(isEvent('conversation.created'));
+      first.ws.terminate(); // a forced disconnect
+      await request(rt.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'while away 1' }).expect(201);
+      await request(rt.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'while away 2' }).expect(201);
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/close`).set(auth).expect(200);
+      const second = await open(`${rt.wsUrl}?last_event_id=${created.id}`, auth);
+      const closed = await second.next(isEvent('conversation.closed'));
+      await request(rt.app).post(`/api/v1/conversations/${conv.id}/reopen`).set(auth).expect(200);
+      await second.next(isEvent('conversation.reopened'));
+      // Stored events only: live signals (this socket's own presence.updated) are not in the feed.
+      const live = ['presence.updated', 'typing', 'visitor.online', 'visitor.offline'];
+      const events = second.frames.filter((f) => f.id && !live.includes(f.type));
+      const contents = events.filter((f) => f.type === 'message.created').map((f) => f.data.message.content);
+      expect(contents.slice(0, 4)).to.deep.equal(['while away 1', 'while away 2', 'This conversation has been closed.', 'How would you rate this conversation? Answer with a rating from 1 to 5.']);
+      expect(events.map((f) => f.id)).to.have.length(new Set(events.map((f) => f.id)).size);
+      expect(events.findIndex((f) => f.id === closed.id)).to.be.lessThan(events.findIndex((f) => f.type === 'conversation.reopened'));
+      expect(events.some((f) => f.id === created.id)).to.equal(false);
+      // The replay matches the feed exactly.
+      const feed = await request(rt.app).get('/api/v1/events?limit=100').set(auth).expect(200);
+      const feedIds = feed.body.data.map((e: { id: string }) => e.id);
+      expect(events.map((f) => f.id)).to.deep.equal(feedIds.slice(feedIds.indexOf(created.id) + 1));
+    });
+
+    it('an unknown last_event_id, or one past the 7-day retention, gets resync_required', async () => {
+      const t = await createTenant();
+      const unknown = await open(`${rt.wsUrl}?last_event_id=${newId('event')}`, bearer(t.owner.accessToken));
+      expect(await unknown.next((f) => f.type === 'resync_required')).to.deep.equal({ type: 'resync_required', reason: 'unknown_event' });
+      const eightDaysAgo = (Date.now() - 8 * 24 * 3600 * 1000).toString(16).padStart(12, '0');
+      const old = `evt_${eightDaysAgo.slice(0, 8)}-${eightDaysAgo.slice(8)}-7000-8000-000000000000`;
+      const stale = await open(`${rt.wsUrl}?last_event_id=${old}`, bearer(t.owner.accessToken));
+      expect(await stale.next((f) => f.type === 'resync_required')).to.deep.equal({ type: 'resync_required', reason: 'past_retention' });
+      // The connection carries on live.
+      const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+      await stale.next((f) => f.type === 'conversation.created' && f.data.conversation_id === conv.id);
+    });
+
+    it('events whose transactions commit out of order reach the socket in commit-safe order', async function () {
+      const { database } = await getHarness();
+      if (database.kind !== 'postgres') this.skip(); // PGlite runs one transaction at a time
+      const t = await createTenant();
+      const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+      const socket = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let wrote!: () => void;
+      const written = new Promise<void>((r) => (wrote = r));
+      const slow = database.withTenant(t.tenantId, async (trx) => {
+        await writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: conv.id }, { conversationId: conv.id });
+        wrote();
+        await gate;
+      });
+      await written;
+      await database.withTenant(t.tenantId, (trx) =>
+        writeEvent(trx, t.tenantId, 'conversation.assigned', { conversation_id: conv.id, assigned_user_id: null, previous_assigned_user_id: null }),
+      );
+      const stored = () => socket.frames.filter((f) => f.id && f.type !== 'presence.updated').map((f) => f.type);
+      try {
+        await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'nudge' }).expect(201);
+        await settle();
+        expect(stored()).to.deep.equal([]);
+      } finally {
+        // An open transaction holds back every reader of the outbox: never leave it open.
+        release();
+        await slow;
+      }
+      await socket.next((f) => f.type === 'message.created');
+      expect(stored()).to.deep.equal(['conversation.reopened', 'conversation.assigned', 'message.created']);
+    });
+  });
+
+  describe('presence and typing', () => {
+    it('online while connected, away when set, offline when gone; presence.updated to the team', async () => {
+      const t = await createTenant();
+      const agent = await addMember(t);
+      const watcher = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      const presenceOf = async () =>
+        (await request(rt.app).get('/api/v1/team/members?include=presence').set(bearer(t.owner.accessToken)).expect(200)).body.data.find(
+          (m: { user_id: string }) => m.user_id === agent.userId,
+        ).presence;
+      expect(await presenceOf()).to.equal('offline');
+      const agentSocket = await connect(rt.wsUrl, bearer(await login(agent.email)));
+      await watcher.next((f) => f.type === 'presence.updated' && f.data.presence === 'online');
+      expect(await presenceOf()).to.equal('online');
+      agentSocket.ws.send(JSON.stringify({ type: 'presence', status: 'away' }));
+      await watcher.next((f) => f.type === 'presence.updated' && f.data.presence === 'away');
+      expect(await presenceOf()).to.equal('away');
+      agentSocket.close();
+      await watcher.next((f) => f.type === 'presence.updated' && f.data.presence === 'offline');
+      expect(await presenceOf()).to.equal('offline');
+    });
+
+    it('the department pick of a transfer prefers the member who is online', async () => {
+      const t = await createTenant();
+      const offline = await addMember(t);
+      const online = await addMember(t);
+      const dept = await request(rt.app).post('/api/v1/departments').set(bearer(t.owner.accessToken)).send({ name: 'Live', member_ids: [offline.userId, online.userId] }).expect(201);
+      await open(rt.wsUrl, bearer(await login(online.email)));
+      for (let i = 0; i < 2; i++) {
+        const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+        const res = await request(rt.app).post(`/api/v1/conversations/${conv.id}/transfer`).set(bearer(t.owner.accessToken)).send({ department_id: dept.body.id }).expect(200);
+        expect(res.body.conversation.assigned_user_id).to.equal(online.userId);
+      }
+    });
+
+    it('typing is relayed, not stored: members see who, the visitor does not', async () => {
+      const t = await createTenant();
+      const visitorId = await createVisitor(t);
+      const conv = await createConversation(t, { visitor_id: visitorId }, t.owner.accessToken, rt.app);
+      const agent = await addMember(t);
+      const typist = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      const colleague = await open(rt.wsUrl, bearer(await login(agent.email)));
+      const visitor = await open(rt.wsUrl, bearer(await visitorToken(t, visitorId)));
+      typist.ws.send(JSON.stringify({ type: 'typing', conversation_id: conv.id, is_typing: true }));
+      const seenByColleague = await colleague.next(isEvent('typing'));
+      expect(seenByColleague.data).to.deep.equal({ conversation_id: conv.id, sender_type: 'user', sender_id: t.owner.userId, is_typing: true });
+      const seenByVisitor = await visitor.next(isEvent('typing'));
+      expect(seenByVisitor.data).to.deep.equal({ conversation_id: conv.id, sender_type: 'user', is_typing: true });
+      await settle();
+      expect(typist.frames.some((f) => f.type === 'typing')).to.equal(false);
+      const feed = await request(rt.app).get('/api/v1/events?limit=100').set(bearer(t.owner.accessToken)).expect(200);
+      expect(feed.body.data.some((e: { type: string }) => e.type === 'typing')).to.equal(false);
+      // A visitor typing into someone else's conversation is told it does not exist.
+      const otherConv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+      visitor.ws.send(JSON.stringify({ type: 'typing', conversation_id: otherConv.id, is_typing: true }));
+      expect(await visitor.next((f) => f.type === 'error')).to.include({ code: 'ERR_NOT_FOUND' });
+    });
+  });
+
+  describe('limits and credentials', () => {
+    it('frames over 64 KiB close with 1009; frames that are not JSON with 1008', async () => {
+      const t = await createTenant();
+      const big = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      big.ws.send(JSON.stringify({ type: 'ping', pad: 'x'.repeat(65 * 1024) }));
+      expect((await big.closed).code).to.equal(CLOSE.tooBig);
+      const garbage = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      garbage.ws.send('not json');
+      expect((await garbage.closed).code).to.equal(CLOSE.protocol);
+      const pinger = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      pinger.ws.send(JSON.stringify({ type: 'ping' }));
+      expect(await pinger.next((f) => f.type === 'pong')).to.deep.equal({ type: 'pong' });
+    });
+
+    it('an access token that expires closes its socket with 4001', async () => {
+      const t = await createTenant();
+      const sessionId = (jwt.decode(t.owner.accessToken) as jwt.JwtPayload).sid as string;
+      // Issued 899 s ago: one second left.
+      const token = new TokenService(TEST_JWT_SECRET, () => Date.now() - 899_000).signAccessToken({ userId: t.owner.userId, tenantId: t.tenantId, sessionId });
+      const c = await open(rt.wsUrl, bearer(token));
+      expect((await c.closed).code).to.equal(CLOSE.credentials);
+    });
+
+    it('a login ended by logout closes its sockets with 4001', async () => {
+      const t = await createTenant();
+      const c = await open(rt.wsUrl, bearer(t.owner.accessToken));
+      await request(rt.app).post('/api/v1/auth/logout').send({ refresh_token: t.owner.refreshToken }).expect(200);
+      await rt.gateway.checkSessions();
+      expect((await c.closed).code).to.equal(CLOSE.credentials);
+    });
+  });
+
+  describe('upkeep', () => {
+    let tight: RealtimeServer;
+    before(async () => {
+      tight = await startRealtime({ gateway: { heartbeatMs: 100, maxBufferedBytes: 4096 } });
+    });
+    after(async () => {
+      await tight.close();
+    });
+
+    it('a socket that does not answer pings is dropped', async () => {
+      const t = await createTenant();
+      const deaf = await open(tight.wsUrl, bearer(t.owner.accessToken), { autoPong: false });
+      const healthy = await open(tight.wsUrl, bearer(t.owner.accessToken));
+      expect((await deaf.closed).code).to.equal(1006);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(healthy.ws.readyState).to.equal(healthy.ws.OPEN);
+    });
+
+    it('a consumer that lets too much queue up is closed with 4008', async () => {
+      const t = await createTenant();
+      const slow = await open(tight.wsUrl, bearer(t.owner.accessToken));
+      (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      const before = tight.gateway.connectionCount;
+      const conv = await createConversation(t, {}, t.owner.accessToken, tight.app);
+      for (let i = 0; i < 40; i++) {
+        await request(tight.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'x'.repeat(5000) }).expect(201);
+      }
+      const deadline = Date.now() + 5000;
+      while (tight.gateway.connectionCount >= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(tight.gateway.connectionCount).to.be.lessThan(before);
+    });
+  });
+});
+
+describe('realtime across instances (Redis)', function () {
+  this.timeout(30_000);
+  const redisUrl = process.env.REDIS_URL;
+  let one: RealtimeServer;
+  let two: RealtimeServer;
+
+  before(async function () {
+    if (!redisUrl) this.skip();
+    one = await startRealtime({ redisUrl });
+    two = await startRealtime({ redisUrl });
+  });
+  after(async () => {
+    await one?.close();
+    await two?.close();
+  });
+
+  it('a transfer on one instance reaches a socket on the other; tickets and presence are shared', async () => {
+    const t = await createTenant();
+    const agent = await addMember(t);
+    const ticket = (await request(one.app).post('/api/v1/ws/tickets').set(bearer(t.owner.accessToken)).expect(201)).body.ticket;
+    const socket = await connect(`${two.wsUrl}?ticket=${ticket}`);
+    try {
+      const agentSocket = await connect(two.wsUrl, bearer(await login(agent.email)));
+      const team = await request(one.app).get('/api/v1/team/members?include=presence').set(bearer(t.owner.accessToken)).expect(200);
+      expect(team.body.data.find((m: { user_id: string }) => m.user_id === agent.userId).presence).to.equal('online');
+      const conv = await createConversation(t, {}, t.owner.accessToken, one.app);
+      await request(one.app).post(`/api/v1/conversations/${conv.id}/transfer`).set(bearer(t.owner.accessToken)).send({ user_id: agent.userId }).expect(200);
+      const transferred = await socket.next((f) => f.type === 'conversation.transferred');
+      expect(transferred.data).to.deep.equal({ conversation_id: conv.id, assigned_user_id: agent.userId, department_id: null });
+      agentSocket.ws.terminate();
+    } finally {
+      socket.ws.terminate();
+    }
+  });
+});

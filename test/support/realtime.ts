@@ -1,0 +1,146 @@
+import { createServer, type Server } from 'node:http';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { Express } from 'express';
+import { createClient, type RedisClientType } from 'redis';
+import { WebSocket } from 'ws';
+import { buildApp, type Services } from '../../src/app.ts';
+import { EventBus } from '../../src/events/bus.ts';
+import { loadContract } from '../../src/http/contract.ts';
+import { type Fanout, LocalFanout, RedisFanout } from '../../src/realtime/fanout.ts';
+import { type GatewayOptions, RealtimeGateway } from '../../src/realtime/gateway.ts';
+import { MemoryPresenceTracker, type PresenceTracker, RedisPresenceTracker } from '../../src/realtime/presence-tracker.ts';
+import { MemoryTicketStore, RedisTicketStore, type TicketStore } from '../../src/realtime/tickets.ts';
+import { getHarness } from './harness.ts';
+
+export interface RealtimeServer {
+  app: Express;
+  services: Services;
+  gateway: RealtimeGateway;
+  wsUrl: string;
+  close(): Promise<void>;
+}
+
+/** An app and its gateway on a real HTTP server, on the run's database. With redisUrl, shared through Redis. */
+export async function startRealtime(options: { redisUrl?: string; gateway?: Partial<GatewayOptions> } = {}): Promise<RealtimeServer> {
+  const h = await getHarness();
+  let redis: RedisClientType | undefined;
+  let presence: PresenceTracker = new MemoryPresenceTracker();
+  let tickets: TicketStore = new MemoryTicketStore();
+  let fanout: Fanout = new LocalFanout();
+  if (options.redisUrl) {
+    redis = createClient({ url: options.redisUrl }) as RedisClientType;
+    await redis.connect();
+    presence = new RedisPresenceTracker(redis);
+    tickets = new RedisTicketStore(redis);
+    fanout = await RedisFanout.create(redis);
+  }
+  const bus = new EventBus();
+  const { app, services } = buildApp({ ...h.deps, bus, presence, tickets });
+  const server: Server = createServer(app);
+  const gateway = new RealtimeGateway({
+    database: h.database,
+    bus,
+    fanout,
+    tokens: h.deps.tokens,
+    tickets,
+    presence,
+    findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
+    findApiKey: (key) => services.apiKeys.authenticate(key),
+    logger: h.deps.logger,
+    options: options.gateway ?? {},
+  });
+  gateway.attach(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    app,
+    services,
+    gateway,
+    wsUrl: `ws://127.0.0.1:${port}/api/v1/ws`,
+    close: async () => {
+      await gateway.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await redis?.quit();
+    },
+  };
+}
+
+export interface Client {
+  ws: WebSocket;
+  frames: Record<string, any>[];
+  /** The first frame (from `from` on) that matches, waiting up to 5 s. */
+  next(match: (f: Record<string, any>) => boolean, from?: number): Promise<Record<string, any>>;
+  closed: Promise<{ code: number; reason: string }>;
+  close(): void;
+}
+
+export function connect(url: string, headers: Record<string, string> = {}, options: { autoPong?: boolean } = {}): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers, autoPong: options.autoPong ?? true });
+    const frames: Record<string, any>[] = [];
+    const waiters: (() => void)[] = [];
+    const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
+    ws.on('message', (raw) => {
+      frames.push(JSON.parse(raw.toString()));
+      for (const w of waiters.splice(0)) w();
+    });
+    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+    ws.once('error', reject);
+    const client: Client = {
+      ws,
+      frames,
+      closed,
+      close: () => ws.close(),
+      async next(match, from = 0) {
+        const deadline = Date.now() + 5000;
+        for (;;) {
+          const found = frames.slice(from).find(match);
+          if (found) return found;
+          if (Date.now() > deadline) throw new Error(`no matching frame; got: ${frames.map((f) => f.type).join(', ')}`);
+          await new Promise<void>((r) => {
+            waiters.push(r);
+            setTimeout(r, 100);
+          });
+        }
+      },
+    };
+    // Resolved once the welcome frame is in: the socket has joined its tenant's stream.
+    ws.once('open', () => void client.next((f) => f.type === 'welcome').then(() => resolve(client), reject));
+  });
+}
+
+// ---- the contract, as a validator for what arrives -------------------------------------------------
+
+const document = loadContract().document;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats.default(ajv);
+ajv.addSchema({ $id: 'chat', components: document.components });
+const PAYLOADS: Record<string, string> = {
+  'conversation.created': 'ConversationCreatedData',
+  'conversation.updated': 'ConversationUpdatedData',
+  'conversation.assigned': 'ConversationAssignedData',
+  'conversation.transferred': 'ConversationTransferredData',
+  'conversation.closed': 'ConversationClosedData',
+  'conversation.reopened': 'ConversationReopenedData',
+  'message.created': 'MessageCreatedData',
+  'message.read': 'MessageReadData',
+  'presence.updated': 'PresenceUpdatedData',
+  typing: 'TypingData',
+  'visitor.online': 'VisitorPresenceData',
+  'visitor.offline': 'VisitorPresenceData',
+};
+export const EVENT_TYPES = Object.keys(PAYLOADS);
+
+/** Errors of an event frame against the contract: the envelope, and the payload its type names. */
+export function contractErrors(frame: Record<string, any>): string[] {
+  const envelope = ajv.getSchema('chat#/components/schemas/Event')!;
+  const payloadName = PAYLOADS[frame.type];
+  if (!payloadName) return [`unknown event type ${frame.type}`];
+  const payload = ajv.getSchema(`chat#/components/schemas/${payloadName}`)!;
+  const errors: string[] = [];
+  if (!envelope(frame)) errors.push(...(envelope.errors ?? []).map((e) => `envelope ${e.instancePath} ${e.message}`));
+  if (!payload(frame.data)) errors.push(...(payload.errors ?? []).map((e) => `data ${e.instancePath} ${e.message}`));
+  return errors;
+}
