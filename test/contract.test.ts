@@ -43,3 +43,22 @@ describe('the contract', () => {
     expect(() => mountOperations(express.Router(), contract, stray)).to.throw(/getWeather/);
   });
 });
+
+describe('the AsyncAPI contract', () => {
+  it('describes exactly the event types of the REST contract, each with the shared payload schema', async () => {
+    const { readFileSync } = await import('node:fs');
+    const asyncapi = parse(readFileSync(new URL('../openapi/events.asyncapi.yaml', import.meta.url), 'utf8'));
+    const { document } = loadContract();
+    const sent = asyncapi.operations.sendEvents.messages.map((m: { $ref: string }) => m.$ref.split('/').pop());
+    const messages = sent.map((key: string) => asyncapi.components.messages[key]);
+    expect(messages.map((m: { name: string }) => m.name).sort()).to.deep.equal([...document.components.schemas.EventType.enum].sort());
+    for (const m of messages) {
+      const [envelope, narrowed] = m.payload.allOf;
+      expect(envelope.$ref).to.equal('./chat.yaml#/components/schemas/Event');
+      expect(narrowed.properties.type.const).to.equal(m.name);
+      const payloadRef: string = narrowed.properties.data.$ref;
+      expect(payloadRef.startsWith('./chat.yaml#/components/schemas/')).to.equal(true);
+      expect(document.components.schemas[payloadRef.split('/').pop()!], payloadRef).to.be.an('object');
+    }
+  });
+});
