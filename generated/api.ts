@@ -601,6 +601,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The domains a widget may be embedded on */
+        get: operations["listDomains"];
+        put?: never;
+        /**
+         * Allow a widget on a domain
+         * @description A host name: stored lower-case, international names in their ASCII form; `*.example.com` allows every
+         *     subdomain of example.com (not example.com itself). A scheme, port or path is refused (400); the same
+         *     domain twice is 409.
+         */
+        post: operations["addDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Domain identifier */
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove an allowed domain */
+        delete: operations["removeDomain"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -829,6 +872,75 @@ export interface paths {
         get: operations["getVisitor"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's widgets */
+        get: operations["listWidgets"];
+        put?: never;
+        /**
+         * Create a widget
+         * @description The answer carries the widget's identity secret (for identity verification); it is shown again only when rotated.
+         */
+        post: operations["createWidget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widgets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Widget identifier */
+                id: components["parameters"]["WidgetIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a widget */
+        get: operations["getWidget"];
+        put?: never;
+        post?: never;
+        /** Delete a widget and its domains */
+        delete: operations["deleteWidget"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a widget's name, settings or identity requirement
+         * @description `settings` merges key by key; a key set to null goes back to its default.
+         */
+        patch: operations["updateWidget"];
+        trace?: never;
+    };
+    "/v1/widgets/{id}/identity-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Widget identifier */
+                id: components["parameters"]["WidgetIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the widget a new identity secret
+         * @description Hashes made with the old secret stop verifying at once.
+         */
+        post: operations["rotateWidgetSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1096,6 +1208,26 @@ export interface components {
             description?: string;
             name?: string;
         };
+        Domain: {
+            created_at: components["schemas"]["Timestamp"];
+            domain: string;
+            id: components["schemas"]["DomainId"];
+            widget_id: components["schemas"]["WidgetId"];
+        };
+        DomainCreate: {
+            /** @description A host name such as support.example.com or *.example.com */
+            domain: string;
+            widget_id: components["schemas"]["WidgetId"];
+        };
+        /**
+         * @description Domain identifier (dom_ and a UUIDv7)
+         * @example dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a81
+         */
+        DomainId: string;
+        DomainList: {
+            data: components["schemas"]["Domain"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         /** Format: email */
         Email: string;
         /**
@@ -1130,6 +1262,9 @@ export interface components {
         Health: {
             /** @constant */
             status: "ok";
+        };
+        IdentitySecret: {
+            identity_secret: string;
         };
         LoginRequest: {
             email: components["schemas"]["Email"];
@@ -1421,6 +1556,57 @@ export interface components {
         VisitorPresenceData: {
             visitor_id: components["schemas"]["VisitorId"];
         };
+        Widget: {
+            created_at: components["schemas"]["Timestamp"];
+            id: components["schemas"]["WidgetId"];
+            identity_verification: {
+                /** @description Every widget call must come from a visitor whose e-mail was verified with the widget's secret */
+                required: boolean;
+            };
+            name: string;
+            settings: components["schemas"]["WidgetSettings"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        WidgetCreate: {
+            /** @default false */
+            identity_required: boolean;
+            name: string;
+            settings?: components["schemas"]["WidgetSettings"];
+        };
+        /**
+         * @description Widget identifier (wgt_ and a UUIDv7)
+         * @example wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80
+         */
+        WidgetId: string;
+        WidgetList: {
+            data: components["schemas"]["Widget"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description How the chat bubble looks and greets */
+        WidgetSettings: {
+            away_message?: string;
+            color?: string;
+            greeting?: string;
+            /** @enum {string} */
+            position?: "bottom-left" | "bottom-right";
+        };
+        /** @description Merged into the settings; null puts a key back to its default */
+        WidgetSettingsPatch: {
+            away_message?: string | null;
+            color?: string | null;
+            greeting?: string | null;
+            /** @enum {string|null} */
+            position?: "bottom-left" | "bottom-right" | null;
+        };
+        WidgetUpdate: {
+            identity_required?: boolean;
+            name?: string;
+            settings?: components["schemas"]["WidgetSettingsPatch"];
+        };
+        WidgetWithSecret: components["schemas"]["Widget"] & {
+            /** @description HMAC-SHA256 key for visitors' user_hash; keep it on your server */
+            identity_secret: string;
+        };
         WsTicket: {
             expires_at: components["schemas"]["Timestamp"];
             ticket: string;
@@ -1674,6 +1860,8 @@ export interface components {
         Cursor: string;
         /** @description Department identifier */
         DepartmentIdPath: components["schemas"]["DepartmentId"];
+        /** @description Domain identifier */
+        DomainIdPath: components["schemas"]["DomainId"];
         /** @description Page size */
         Limit: number;
         /** @description Number of items to skip */
@@ -1684,6 +1872,8 @@ export interface components {
         UserIdPath: components["schemas"]["UserId"];
         /** @description Visitor identifier */
         VisitorIdPath: components["schemas"]["VisitorId"];
+        /** @description Widget identifier */
+        WidgetIdPath: components["schemas"]["WidgetId"];
     };
     requestBodies: never;
     headers: {
@@ -3549,6 +3739,140 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listDomains: {
+        parameters: {
+            query: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description The widget */
+                widget_id: components["schemas"]["WidgetId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of domains */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a81",
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "domain": "*.example.com",
+                     *           "created_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DomainList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                 *       "domain": "*.example.com"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DomainCreate"];
+            };
+        };
+        responses: {
+            /** @description The domain */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a81",
+                     *       "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *       "domain": "*.example.com",
+                     *       "created_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Domain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Domain identifier */
+                id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a81",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -4165,6 +4489,292 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Visitor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWidgets: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of widgets */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "name": "Main site",
+                     *           "settings": {
+                     *             "color": "#3355ff",
+                     *             "greeting": "Hi! How can we help?",
+                     *             "position": "bottom-right"
+                     *           },
+                     *           "identity_verification": {
+                     *             "required": false
+                     *           },
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WidgetList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWidget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Main site",
+                 *       "settings": {
+                 *         "color": "#3355ff",
+                 *         "greeting": "Hi! How can we help?"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WidgetCreate"];
+            };
+        };
+        responses: {
+            /** @description The widget and its identity secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *       "name": "Main site",
+                     *       "settings": {
+                     *         "color": "#3355ff",
+                     *         "greeting": "Hi! How can we help?"
+                     *       },
+                     *       "identity_verification": {
+                     *         "required": false
+                     *       },
+                     *       "identity_secret": "9c1b0f2e8a7d4c3b2a19f8e7d6c5b4a3",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WidgetWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWidget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Widget identifier */
+                id: components["parameters"]["WidgetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The widget */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *       "name": "Main site",
+                     *       "settings": {
+                     *         "color": "#3355ff",
+                     *         "greeting": "Hi! How can we help?",
+                     *         "position": "bottom-right"
+                     *       },
+                     *       "identity_verification": {
+                     *         "required": false
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Widget"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWidget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Widget identifier */
+                id: components["parameters"]["WidgetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWidget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Widget identifier */
+                id: components["parameters"]["WidgetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "settings": {
+                 *         "position": "bottom-left"
+                 *       },
+                 *       "identity_required": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WidgetUpdate"];
+            };
+        };
+        responses: {
+            /** @description The widget as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *       "name": "Main site",
+                     *       "settings": {
+                     *         "color": "#3355ff",
+                     *         "greeting": "Hi! How can we help?",
+                     *         "position": "bottom-right"
+                     *       },
+                     *       "identity_verification": {
+                     *         "required": false
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Widget"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWidgetSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Widget identifier */
+                id: components["parameters"]["WidgetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "identity_secret": "4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentitySecret"];
                 };
             };
             400: components["responses"]["BadRequest"];

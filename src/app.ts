@@ -35,6 +35,8 @@ import { everyoneOffline, type PresenceStore } from './presence/presence.ts';
 import { TeamService } from './team/team.service.ts';
 import { eventHandlers, teamHandlers, visitorHandlers } from './visitors/visitor.handlers.ts';
 import { VisitorService } from './visitors/visitor.service.ts';
+import { widgetHandlers } from './widgets/widget.handlers.ts';
+import { WidgetService } from './widgets/widget.service.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { requireUser } from './shared/principal.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
@@ -83,6 +85,7 @@ export function createServices(deps: AppDeps) {
     team: new TeamService({ database, presence }),
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
+    widgets: new WidgetService(database),
   };
 }
 
@@ -109,6 +112,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...visitorHandlers(services.visitors),
     ...teamHandlers(services.team),
     ...eventHandlers(services.events),
+    ...widgetHandlers(services.widgets),
     createWsTicket: async ({ principal }) => {
       const user = requireUser(principal);
       const { ticket, expiresAt } = await services.tickets.issue({ userId: user.userId, tenantId: user.tenantId, sessionId: user.sessionId });

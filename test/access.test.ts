@@ -45,6 +45,8 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('ContactIdPath')) return newId('contact');
       if (refs.includes('CannedResponseIdPath')) return newId('cannedResponse');
       if (refs.includes('VisitorIdPath')) return newId('visitor');
+      if (refs.includes('WidgetIdPath')) return newId('widget');
+      if (refs.includes('DomainIdPath')) return newId('domain');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );

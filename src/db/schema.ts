@@ -66,6 +66,9 @@ export interface DB {
   canned_responses: CannedResponsesTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
+  widgets: WidgetsTable;
+  widget_domains: WidgetDomainsTable;
+  page_views: PageViewsTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -145,6 +148,7 @@ export interface VisitorsTable {
   name: string | null;
   email: string | null;
   contact_id: string | null;
+  widget_id: string | null;
   metadata: Json;
   created_at: CreatedAt;
   last_seen_at: ColumnType<Date, Date | string | undefined, Date | string>;
@@ -244,3 +248,35 @@ export type Message = Selectable<MessagesTable>;
 export type Contact = Selectable<ContactsTable>;
 export type Visitor = Selectable<VisitorsTable>;
 export type CannedResponse = Selectable<CannedResponsesTable>;
+
+export interface WidgetsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  settings: Json;
+  identity_secret: string;
+  identity_required: Generated<boolean>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface WidgetDomainsTable {
+  id: string;
+  tenant_id: string;
+  widget_id: string;
+  domain: string;
+  created_at: CreatedAt;
+}
+
+export interface PageViewsTable {
+  id: Generated<number>;
+  tenant_id: string;
+  visitor_id: string;
+  url: string;
+  title: string | null;
+  referrer: string | null;
+  viewed_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+export type Widget = Selectable<WidgetsTable>;
+export type WidgetDomain = Selectable<WidgetDomainsTable>;
