@@ -858,6 +858,26 @@ export interface paths {
         patch: operations["updateTenantMember"];
         trace?: never;
     };
+    "/v1/visitors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Visitors currently on the tenant's tracked domains
+         * @description A visitor with a live widget connection or a page view in the last 60 seconds; most recently seen first.
+         */
+        get: operations["listVisitors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/visitors/{id}": {
         parameters: {
             query?: never;
@@ -872,6 +892,116 @@ export interface paths {
         get: operations["getVisitor"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widget/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The visitor's conversations, newest first */
+        get: operations["listWidgetConversations"];
+        put?: never;
+        /** The visitor starts a conversation with a first message */
+        post: operations["startWidgetConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widget/conversations/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Messages of one of the visitor's conversations
+         * @description Newest first, without internal notes; members are not named (sender_id is null).
+         */
+        get: operations["listWidgetMessages"];
+        put?: never;
+        /**
+         * The visitor sends a message
+         * @description A closed conversation is 409 ERR_CONVERSATION_CLOSED (start a new one).
+         */
+        post: operations["sendWidgetMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widget/conversations/{id}/survey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer the satisfaction survey of a closed conversation, once
+         * @description A second answer, or one with no survey waiting, is 409 ERR_CONFLICT. Emits csat.submitted.
+         */
+        post: operations["answerSurvey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widget/page-views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record a page the visitor opened */
+        post: operations["recordPageView"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widget/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start (or resume) a visitor's session on a website
+         * @description Called by the chat bubble. The browser's `Origin` must be one of the widget's domains (else 403).
+         *     Send the previous visitor token as `Authorization: Bearer` to stay the same visitor. With `user`
+         *     (e-mail and `user_hash` = hex HMAC-SHA256 of the e-mail under the widget's identity secret, computed
+         *     on your server), the visitor is tied to the contact with that e-mail; a widget that requires identity
+         *     refuses sessions without it. Answers a visitor token (30 days) for the other widget calls and the
+         *     WebSocket.
+         */
+        post: operations["startWidgetSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1099,6 +1229,12 @@ export interface components {
             last_message: string | null;
             last_message_at: components["schemas"]["NullableTimestamp"];
             priority: components["schemas"]["Priority"];
+            /** @description The visitor's answer to the last satisfaction survey, or null */
+            satisfaction: {
+                answered_at: components["schemas"]["Timestamp"];
+                comment: string | null;
+                rating: number;
+            } | null;
             status: components["schemas"]["ConversationStatus"];
             subject: string | null;
             /** @description Messages from others since the caller last marked the conversation read */
@@ -1172,6 +1308,12 @@ export interface components {
             conversation: components["schemas"]["Conversation"];
             conversation_id: components["schemas"]["ConversationId"];
         };
+        CsatSubmittedData: {
+            comment: string | null;
+            conversation_id: components["schemas"]["ConversationId"];
+            rating: number;
+            survey_id: string;
+        };
         /** @description Free key/value pairs; in PATCH they merge, and null removes a key */
         CustomAttributes: {
             [key: string]: string | number | boolean | null;
@@ -1238,7 +1380,7 @@ export interface components {
         /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
         Event: {
             created_at: components["schemas"]["Timestamp"];
-            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"];
+            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"] | components["schemas"]["CsatSubmittedData"];
             id: string;
             tenant_id: components["schemas"]["TenantId"];
             type: components["schemas"]["EventType"];
@@ -1253,7 +1395,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted";
         /** @description File identifier (file_ and a UUIDv7) */
         FileId: string;
         ForgotPasswordRequest: {
@@ -1343,6 +1485,18 @@ export interface components {
         MessageType: "text" | "note" | "system" | "survey";
         /** Format: date-time */
         NullableTimestamp: string | null;
+        PageView: {
+            referrer: string | null;
+            title: string | null;
+            url: string;
+            viewed_at: components["schemas"]["Timestamp"];
+        };
+        PageViewCreate: {
+            referrer?: string;
+            title?: string;
+            /** Format: uri */
+            url: string;
+        };
         Pagination: {
             has_more: boolean;
             limit: number;
@@ -1406,6 +1560,10 @@ export interface components {
             last_read_at: components["schemas"]["Timestamp"];
             unread_count: number;
         };
+        Recorded: {
+            /** @constant */
+            recorded: true;
+        };
         RefreshRequest: {
             refresh_token: string;
         };
@@ -1437,6 +1595,26 @@ export interface components {
         SenderType: "visitor" | "user" | "bot" | "system";
         /** @description Lower-case letters, digits, _ and -, up to 32; unique in the tenant */
         Shortcut: string;
+        SurveyAnswer: {
+            answered_at: components["schemas"]["Timestamp"];
+            comment: string | null;
+            conversation_id: components["schemas"]["ConversationId"];
+            rating: number;
+            survey_id: string;
+        };
+        SurveyAnswerCreate: {
+            comment?: string;
+            rating: number;
+        };
+        /** @description The satisfaction survey of the conversation's last closing, or null */
+        SurveyState: {
+            answered_at: components["schemas"]["NullableTimestamp"];
+            comment: string | null;
+            id: string;
+            rating: number | null;
+            /** @enum {string} */
+            status: "pending" | "answered";
+        } | null;
         TeamMember: {
             department_ids: components["schemas"]["DepartmentId"][];
             email: components["schemas"]["Email"];
@@ -1538,7 +1716,14 @@ export interface components {
             user_id: components["schemas"]["UserId"];
         };
         Visitor: {
+            contact: components["schemas"]["Contact"] | null;
             contact_id: string | null;
+            /** @description The visitor's conversations, newest first */
+            conversations: {
+                id: components["schemas"]["ConversationId"];
+                last_message_at: components["schemas"]["NullableTimestamp"];
+                status: components["schemas"]["ConversationStatus"];
+            }[];
             created_at: components["schemas"]["Timestamp"];
             email: string | null;
             id: components["schemas"]["VisitorId"];
@@ -1547,14 +1732,33 @@ export interface components {
                 [key: string]: unknown;
             };
             name: string | null;
+            /** @description The last 20 pages, newest first */
+            recent_pages: components["schemas"]["PageView"][];
+            widget_id: string | null;
         };
         /**
          * @description Visitor identifier (vis_ and a UUIDv7)
          * @example vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71
          */
         VisitorId: string;
+        VisitorList: {
+            data: components["schemas"]["VisitorSummary"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         VisitorPresenceData: {
             visitor_id: components["schemas"]["VisitorId"];
+        };
+        VisitorSummary: {
+            contact_id: string | null;
+            current_page: {
+                title: string | null;
+                url: string;
+            } | null;
+            email: string | null;
+            id: components["schemas"]["VisitorId"];
+            last_seen_at: components["schemas"]["Timestamp"];
+            name: string | null;
+            widget_id: string | null;
         };
         Widget: {
             created_at: components["schemas"]["Timestamp"];
@@ -1566,6 +1770,22 @@ export interface components {
             name: string;
             settings: components["schemas"]["WidgetSettings"];
             updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A conversation as its visitor sees it */
+        WidgetConversation: {
+            created_at: components["schemas"]["Timestamp"];
+            id: components["schemas"]["ConversationId"];
+            last_message: string | null;
+            last_message_at: components["schemas"]["NullableTimestamp"];
+            /**
+             * @description Assigned conversations read as open to visitors
+             * @enum {string}
+             */
+            status: "open" | "closed";
+            survey: components["schemas"]["SurveyState"];
+        };
+        WidgetConversationList: {
+            data: components["schemas"]["WidgetConversation"][];
         };
         WidgetCreate: {
             /** @default false */
@@ -1581,6 +1801,27 @@ export interface components {
         WidgetList: {
             data: components["schemas"]["Widget"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        WidgetMessageCreate: {
+            content: string;
+        };
+        WidgetSession: {
+            expires_at: components["schemas"]["Timestamp"];
+            visitor_id: components["schemas"]["VisitorId"];
+            visitor_token: string;
+            widget: {
+                id: components["schemas"]["WidgetId"];
+                settings: components["schemas"]["WidgetSettings"];
+            };
+        };
+        WidgetSessionCreate: {
+            page_title?: string;
+            /** Format: uri */
+            page_url: string;
+            referrer?: string;
+            user?: components["schemas"]["WidgetUser"];
+            visitor_id?: components["schemas"]["VisitorId"];
+            widget_id: components["schemas"]["WidgetId"];
         };
         /** @description How the chat bubble looks and greets */
         WidgetSettings: {
@@ -1602,6 +1843,13 @@ export interface components {
             identity_required?: boolean;
             name?: string;
             settings?: components["schemas"]["WidgetSettingsPatch"];
+        };
+        /** @description A signed-in user of your site, verified by an HMAC your server computes */
+        WidgetUser: {
+            email: components["schemas"]["Email"];
+            name?: string;
+            /** @description Hex HMAC-SHA256 of the e-mail under the widget's identity secret */
+            user_hash: string;
         };
         WidgetWithSecret: components["schemas"]["Widget"] & {
             /** @description HMAC-SHA256 key for visitors' user_hash; keep it on your server */
@@ -1866,6 +2114,8 @@ export interface components {
         Limit: number;
         /** @description Number of items to skip */
         Offset: number;
+        /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+        OriginHeader: string;
         /** @description Tenant identifier */
         TenantIdPath: components["schemas"]["TenantId"];
         /** @description User identifier */
@@ -2991,7 +3241,8 @@ export interface operations {
                      *           "unread_count": 1,
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:05:00.000Z",
-                     *           "closed_at": null
+                     *           "closed_at": null,
+                     *           "satisfaction": null
                      *         }
                      *       ],
                      *       "pagination": {
@@ -3057,7 +3308,8 @@ export interface operations {
                      *       "unread_count": 1,
                      *       "created_at": "2026-11-21T10:00:00.000Z",
                      *       "updated_at": "2026-11-21T10:05:00.000Z",
-                     *       "closed_at": null
+                     *       "closed_at": null,
+                     *       "satisfaction": null
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3109,7 +3361,8 @@ export interface operations {
                      *       "unread_count": 1,
                      *       "created_at": "2026-11-21T10:00:00.000Z",
                      *       "updated_at": "2026-11-21T10:05:00.000Z",
-                     *       "closed_at": null
+                     *       "closed_at": null,
+                     *       "satisfaction": null
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3168,7 +3421,8 @@ export interface operations {
                      *       "unread_count": 1,
                      *       "created_at": "2026-11-21T10:00:00.000Z",
                      *       "updated_at": "2026-11-21T10:05:00.000Z",
-                     *       "closed_at": null
+                     *       "closed_at": null,
+                     *       "satisfaction": null
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3230,7 +3484,8 @@ export interface operations {
                      *         "unread_count": 1,
                      *         "created_at": "2026-11-21T10:00:00.000Z",
                      *         "updated_at": "2026-11-21T10:05:00.000Z",
-                     *         "closed_at": null
+                     *         "closed_at": null,
+                     *         "satisfaction": null
                      *       }
                      *     }
                      */
@@ -3286,7 +3541,8 @@ export interface operations {
                      *         "unread_count": 1,
                      *         "created_at": "2026-11-21T10:00:00.000Z",
                      *         "updated_at": "2026-11-21T10:05:00.000Z",
-                     *         "closed_at": null
+                     *         "closed_at": null,
+                     *         "satisfaction": null
                      *       }
                      *     }
                      */
@@ -3339,7 +3595,8 @@ export interface operations {
                      *         "unread_count": 0,
                      *         "created_at": "2026-11-21T10:00:00.000Z",
                      *         "updated_at": "2026-11-22T09:00:00.000Z",
-                     *         "closed_at": null
+                     *         "closed_at": null,
+                     *         "satisfaction": null
                      *       }
                      *     }
                      */
@@ -3403,7 +3660,8 @@ export interface operations {
                      *         "unread_count": 1,
                      *         "created_at": "2026-11-21T10:00:00.000Z",
                      *         "updated_at": "2026-11-21T10:05:00.000Z",
-                     *         "closed_at": null
+                     *         "closed_at": null,
+                     *         "satisfaction": null
                      *       }
                      *     }
                      */
@@ -4459,6 +4717,63 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listVisitors: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description Only this widget's visitors */
+                widget_id?: components["schemas"]["WidgetId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of visitors */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *           "name": null,
+                     *           "email": null,
+                     *           "contact_id": null,
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "last_seen_at": "2026-11-21T10:05:00.000Z",
+                     *           "current_page": {
+                     *             "url": "https://shop.example.com/pricing",
+                     *             "title": "Pricing"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VisitorList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getVisitor: {
         parameters: {
             query?: never;
@@ -4483,9 +4798,26 @@ export interface operations {
                      *       "name": null,
                      *       "email": null,
                      *       "contact_id": null,
+                     *       "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
                      *       "metadata": {},
                      *       "created_at": "2026-11-21T10:00:00.000Z",
-                     *       "last_seen_at": "2026-11-21T10:05:00.000Z"
+                     *       "last_seen_at": "2026-11-21T10:05:00.000Z",
+                     *       "recent_pages": [
+                     *         {
+                     *           "url": "https://shop.example.com/pricing",
+                     *           "title": "Pricing",
+                     *           "referrer": null,
+                     *           "viewed_at": "2026-11-21T10:05:00.000Z"
+                     *         }
+                     *       ],
+                     *       "contact": null,
+                     *       "conversations": [
+                     *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "status": "open",
+                     *           "last_message_at": "2026-11-21T10:05:00.000Z"
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["Visitor"];
@@ -4495,6 +4827,367 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWidgetConversations: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The visitor's conversations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "status": "open",
+                     *           "last_message": "Hello, I have a question",
+                     *           "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "survey": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WidgetConversationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startWidgetConversation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "Hello, I have a question"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WidgetMessageCreate"];
+            };
+        };
+        responses: {
+            /** @description The new conversation */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "status": "open",
+                     *       "last_message": "Hello, I have a question",
+                     *       "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "survey": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WidgetConversation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWidgetMessages: {
+        parameters: {
+            query?: {
+                /** @description The next_cursor of the previous page (not with offset) */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+            };
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a74",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "user",
+                     *           "sender_id": null,
+                     *           "type": "text",
+                     *           "content": "Happy to help!",
+                     *           "internal": false,
+                     *           "attachments": [],
+                     *           "created_at": "2026-11-21T10:06:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendWidgetMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "Is it in stock?"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WidgetMessageCreate"];
+            };
+        };
+        responses: {
+            /** @description The message */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a75",
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "sender_type": "visitor",
+                     *       "sender_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *       "type": "text",
+                     *       "content": "Is it in stock?",
+                     *       "internal": false,
+                     *       "attachments": [],
+                     *       "created_at": "2026-11-21T10:07:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    answerSurvey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rating": 5,
+                 *       "comment": "Quick and friendly"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SurveyAnswerCreate"];
+            };
+        };
+        responses: {
+            /** @description The answer */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "survey_id": "srv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a76",
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "rating": 5,
+                     *       "comment": "Quick and friendly",
+                     *       "answered_at": "2026-11-21T10:20:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SurveyAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    recordPageView: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://shop.example.com/checkout",
+                 *       "title": "Checkout"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PageViewCreate"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "recorded": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Recorded"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startWidgetSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                 *       "page_url": "https://shop.example.com/pricing",
+                 *       "page_title": "Pricing"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WidgetSessionCreate"];
+            };
+        };
+        responses: {
+            /** @description The visitor and their token */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *       "visitor_token": "eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl",
+                     *       "expires_at": "2026-12-21T10:00:00.000Z",
+                     *       "widget": {
+                     *         "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *         "settings": {
+                     *           "color": "#3355ff"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WidgetSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -36,6 +36,8 @@ import { TeamService } from './team/team.service.ts';
 import { eventHandlers, teamHandlers, visitorHandlers } from './visitors/visitor.handlers.ts';
 import { VisitorService } from './visitors/visitor.service.ts';
 import { widgetHandlers } from './widgets/widget.handlers.ts';
+import { widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
+import { WidgetPublicService } from './widgets/widget-public.service.ts';
 import { WidgetService } from './widgets/widget.service.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { requireUser } from './shared/principal.ts';
@@ -86,6 +88,7 @@ export function createServices(deps: AppDeps) {
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
     widgets: new WidgetService(database),
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens }),
   };
 }
 
@@ -113,6 +116,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...teamHandlers(services.team),
     ...eventHandlers(services.events),
     ...widgetHandlers(services.widgets),
+    ...widgetPublicHandlers(services.widgetPublic),
     createWsTicket: async ({ principal }) => {
       const user = requireUser(principal);
       const { ticket, expiresAt } = await services.tickets.issue({ userId: user.userId, tenantId: user.tenantId, sessionId: user.sessionId });
@@ -124,6 +128,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     tokens: deps.tokens,
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
     findApiKey: (key) => services.apiKeys.authenticate(key),
+    authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
   };
 
   const app = express();
@@ -132,6 +137,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.use(requestLogger(deps.logger));
   if (deps.config.requireHttps) app.use(requireHttps());
   app.use(contract.basePath, contractDocsRouter(contract));
+  app.use(`${contract.basePath}/v1/widget`, widgetPreflight(deps.database));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
   app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters]));

@@ -77,6 +77,7 @@ export async function startService(config: Config): Promise<RunningService> {
     presence,
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
     findApiKey: (key) => services.apiKeys.authenticate(key),
+    authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger,
   });
   gateway.attach(server);

@@ -13,6 +13,8 @@ const ALL_SCOPES: string[] = contract.document.components.schemas.ApiKeyScope.en
 
 interface Fixture {
   tenant: TestTenant;
+  /** A visitor session on a widget allowed on https://shop.example. */
+  visitorToken: string;
   /** Whom {userId} names: a member the walk may change or remove without locking itself out. */
   targetUserId: string;
   agentToken: string;
@@ -72,6 +74,11 @@ describe('access rules of every operation in the contract', () => {
     const auth = { Authorization: `Bearer ${fx.tenant.owner.accessToken}` };
     fx.fullKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'all', scopes: ALL_SCOPES }).expect(201)).body.key;
     fx.poorKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'poor', scopes: ['webhooks:read'] }).expect(201)).body.key;
+    const widget = (await request(app).post('/api/v1/widgets').set(auth).send({ name: 'walk' }).expect(201)).body;
+    await request(app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'shop.example' }).expect(201);
+    fx.visitorToken = (
+      await request(app).post('/api/v1/widget/sessions').set('Origin', 'https://shop.example').send({ widget_id: widget.id, page_url: 'https://shop.example/' }).expect(201)
+    ).body.visitor_token;
   });
 
   for (const op of contract.operations) {
@@ -93,6 +100,17 @@ describe('access rules of every operation in the contract', () => {
     it(`${label}: no credential is 401`, async () => {
       expectProblem(await call(op.method, concretePath(op.path, fx), {}), 401, 'ERR_UNAUTHENTICATED');
     });
+
+    if (security.some((r) => 'visitorAuth' in r)) {
+      it(`${label} is for visitors: a member's token is 401, an API key 403, a visitor's session gets past`, async () => {
+        const path = concretePath(op.path, fx);
+        expectProblem(await call(op.method, path, { Authorization: `Bearer ${fx.tenant.owner.accessToken}`, Origin: 'https://shop.example' }), 401, 'ERR_UNAUTHENTICATED');
+        expectProblem(await call(op.method, path, { 'X-API-Key': fx.fullKey, 'X-Tenant-ID': fx.tenant.tenantId }), 403, 'ERR_FORBIDDEN');
+        const res = await call(op.method, path, { Authorization: `Bearer ${fx.visitorToken}`, Origin: 'https://shop.example' });
+        expect(res.status, res.text).not.to.be.oneOf([401, 403]);
+      });
+      continue;
+    }
 
     it(`${label}: an owner's token gets past the access rules`, async () => {
       const res = await call(op.method, concretePath(op.path, fx), { Authorization: `Bearer ${fx.tenant.owner.accessToken}` });

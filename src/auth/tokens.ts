@@ -49,7 +49,13 @@ export class TokenService {
         clockTimestamp: Math.floor(this.#now() / 1000),
       }) as jwt.JwtPayload;
       if (typeof payload.sub === 'string' && VISITOR_ID.test(payload.sub) && typeof payload.tid === 'string' && TENANT_ID.test(payload.tid)) {
-        return { visitorId: payload.sub, tenantId: payload.tid, expiresAt: (payload.exp ?? 0) * 1000 };
+        return {
+          visitorId: payload.sub,
+          tenantId: payload.tid,
+          widgetId: typeof payload.wid === 'string' ? payload.wid : undefined,
+          contactId: typeof payload.cid === 'string' ? payload.cid : undefined,
+          expiresAt: (payload.exp ?? 0) * 1000,
+        };
       }
     } catch (err) {
       if (err instanceof jwt.TokenExpiredError) throw new AppError('ERR_TOKEN_EXPIRED', 'The visitor token has expired');
@@ -98,11 +104,16 @@ const VISITOR_ID = /^vis_[0-9a-f-]{36}$/;
 export interface VisitorClaims {
   visitorId: string;
   tenantId: string;
+  /** The widget the session was started on: its domains and identity rule apply to every call. */
+  widgetId?: string | undefined;
+  /** The contact whose identity was verified with the widget's secret, if any. */
+  contactId?: string | undefined;
 }
 
 /** A visitor's token: the widget's credential, audience `visitor`, 30 days. */
 export function signVisitorToken(secret: string, claims: VisitorClaims, now = Date.now()): string {
-  return jwt.sign({ tid: claims.tenantId, iat: Math.floor(now / 1000) }, secret, {
+  const extra = { ...(claims.widgetId ? { wid: claims.widgetId } : {}), ...(claims.contactId ? { cid: claims.contactId } : {}) };
+  return jwt.sign({ tid: claims.tenantId, ...extra, iat: Math.floor(now / 1000) }, secret, {
     algorithm: 'HS256',
     subject: claims.visitorId,
     issuer: ISSUER,

@@ -20,10 +20,18 @@ const unreadCount = (readerId: string) => (eb: ExpressionBuilder<DB, 'conversati
     )
     .as('unread_count');
 
+/** The visitor's answer to the conversation's last satisfaction survey. */
+const satisfaction = () =>
+  sql<{ rating: number; comment: string | null; answered_at: string } | null>`(
+    select json_build_object('rating', s.rating, 'comment', s.comment, 'answered_at', s.answered_at)
+    from surveys s where s.conversation_id = conversations.id and s.status = 'answered'
+    order by s.answered_at desc limit 1
+  )`.as('satisfaction');
+
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
 
 export async function findConversation(trx: Tx, id: string, readerId: string) {
-  return trx.selectFrom('conversations').selectAll().select(unreadCount(readerId)).where('id', '=', id).executeTakeFirst();
+  return trx.selectFrom('conversations').selectAll().select(unreadCount(readerId)).select(satisfaction).where('id', '=', id).executeTakeFirst();
 }
 
 /** Locks the conversation for the rest of the transaction: actions on one conversation run one at a time. */
@@ -104,7 +112,7 @@ export async function listConversations(
     const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
   }
-  let rowsQuery = base.selectAll().select(unreadCount(readerId));
+  let rowsQuery = base.selectAll().select(unreadCount(readerId)).select(satisfaction);
   if (page.after) {
     const { at, id } = page.after;
     rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${at}, ${id})`);

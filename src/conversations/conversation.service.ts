@@ -44,6 +44,9 @@ export const toConversationDto = (c: repo.ConversationRow): ConversationDto => (
   created_at: c.created_at.toISOString(),
   updated_at: c.updated_at.toISOString(),
   closed_at: c.closed_at?.toISOString() ?? null,
+  satisfaction: c.satisfaction
+    ? { rating: c.satisfaction.rating, comment: c.satisfaction.comment, answered_at: new Date(c.satisfaction.answered_at).toISOString() }
+    : null,
 });
 
 /** usr_<uuid> or the bare uuid, as the seed's bodies allow; always the usr_ form inside. */

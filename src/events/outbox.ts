@@ -16,6 +16,7 @@ export interface EventPayloads {
   'conversation.reopened': S['ConversationReopenedData'];
   'message.created': S['MessageCreatedData'];
   'message.read': S['MessageReadData'];
+  'csat.submitted': S['CsatSubmittedData'];
 }
 export type EventType = keyof EventPayloads & S['EventType'];
 

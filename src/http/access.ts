@@ -7,7 +7,10 @@ export type Seat = 'full' | 'lite';
 
 export type Principal =
   | { kind: 'user'; userId: string; tenantId: string; role: Role; seat: Seat; sessionId: string }
-  | { kind: 'api_key'; keyId: string; tenantId: string; scopes: string[] };
+  | { kind: 'api_key'; keyId: string; tenantId: string; scopes: string[] }
+  | { kind: 'visitor'; visitorId: string; tenantId: string; widgetId: string; contactId: string | null };
+
+export type VisitorPrincipal = Extract<Principal, { kind: 'visitor' }>;
 
 export interface ActiveMembership {
   role: Role;
@@ -21,6 +24,8 @@ export interface AccessDeps {
   findSession(tenantId: string, userId: string, sessionId: string): Promise<{ sessionLive: boolean; membership: ActiveMembership | undefined }>;
   /** Resolves an API key to its tenant and scopes; undefined when unknown or revoked. */
   findApiKey(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[] } | undefined>;
+  /** A visitor's token, checked against its widget's domains (for this Origin) and identity rule. */
+  authenticateVisitor(token: string, origin: string | undefined): Promise<VisitorPrincipal>;
 }
 
 type SecurityRequirement = Record<string, string[]>;
@@ -44,6 +49,7 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
     if (security.length === 0 || security.some((r) => Object.keys(r).length === 0)) return next();
 
     const bearerAllowed = security.some((r) => 'bearerAuth' in r);
+    const visitorAllowed = security.some((r) => 'visitorAuth' in r);
     const apiKeyRequirement = security.find((r) => 'apiKeyAuth' in r);
     const authorization = req.get('authorization');
     const apiKey = req.get('x-api-key');
@@ -57,6 +63,14 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
     if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)$/i.exec(authorization);
       if (!match?.[1]) throw unauthenticated('The Authorization header must be "Bearer <access token>"');
+      if (visitorAllowed) {
+        const origin = req.get('origin');
+        res.locals.principal = await deps.authenticateVisitor(match[1], origin);
+        // The widget allows this origin: the browser may read the answer.
+        res.setHeader('Access-Control-Allow-Origin', origin!);
+        res.setHeader('Vary', 'Origin');
+        return next();
+      }
       if (!bearerAllowed) throw forbidden('This operation does not accept user tokens');
       const claims = deps.tokens.verifyAccessToken(match[1]);
       const tenantId = tenantHeader ?? claims.tenantId;
@@ -69,6 +83,7 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
     }
 
     if (apiKey !== undefined) {
+      if (!apiKeyRequirement && visitorAllowed) throw forbidden('This operation is for visitors: send a visitor token');
       if (!apiKeyRequirement) {
         throw new AppError('ERR_USER_TOKEN_REQUIRED', 'This operation needs a user access token; API keys are not accepted');
       }
@@ -85,7 +100,11 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
     }
 
     throw unauthenticated(
-      bearerAllowed ? 'Send an access token (Authorization: Bearer ...) or an API key' : 'Send an API key with X-Tenant-ID',
+      visitorAllowed
+        ? 'Send the visitor token (Authorization: Bearer ...) from POST /v1/widget/sessions'
+        : bearerAllowed
+          ? 'Send an access token (Authorization: Bearer ...) or an API key'
+          : 'Send an API key with X-Tenant-ID',
     );
   };
 }

@@ -8,6 +8,12 @@ export interface RateLimitSettings {
   perMinute: number;
   login: number;
   forgotPassword: number;
+  /** Widget sessions a minute per address. */
+  widgetSessions: number;
+  /** Conversations a visitor may start in an hour. */
+  widgetConversations: number;
+  /** Messages a visitor may send in a minute. */
+  widgetMessages: number;
 }
 
 /** With Redis every instance counts into one budget; without it each process counts its own. */
@@ -23,6 +29,10 @@ const operationIdOf = (req: Request): string | undefined =>
 const UNLIMITED_OPERATIONS = new Set(['getHealth', 'getReady']);
 
 const clientAddress = (req: Request) => ipKeyGenerator(req.ip ?? 'unknown');
+const visitorKey = (req: Request, res: { locals: Record<string, unknown> }) => {
+  const principal = res.locals.principal as Principal | undefined;
+  return principal?.kind === 'visitor' ? principal.visitorId : `addr:${clientAddress(req)}`;
+};
 const emailOf = (req: Request) => String((req.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase();
 
 // The three budgets of the DESIGN: per credential (or address, for anonymous calls); login per e-mail
@@ -52,6 +62,7 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
         const principal = res.locals.principal as Principal | undefined;
         if (principal?.kind === 'user') return `user:${principal.userId}`;
         if (principal?.kind === 'api_key') return `key:${principal.keyId}`;
+        if (principal?.kind === 'visitor') return `visitor:${principal.visitorId}`;
         return `addr:${clientAddress(req)}`;
       },
     }),
@@ -72,6 +83,34 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
       limit: settings.forgotPassword,
       skip: (req) => operationIdOf(req) !== 'forgotPassword',
       keyGenerator: (req) => emailOf(req),
+    }),
+    // The public widget API faces the open internet: tighter budgets per address and per visitor.
+    rateLimit({
+      ...common,
+      ...withStore('widget-sessions'),
+      identifier: 'widget-sessions',
+      windowMs: 60_000,
+      limit: settings.widgetSessions,
+      skip: (req) => operationIdOf(req) !== 'startWidgetSession',
+      keyGenerator: (req) => clientAddress(req),
+    }),
+    rateLimit({
+      ...common,
+      ...withStore('widget-conversations'),
+      identifier: 'widget-conversations',
+      windowMs: 60 * 60_000,
+      limit: settings.widgetConversations,
+      skip: (req) => operationIdOf(req) !== 'startWidgetConversation',
+      keyGenerator: (req, res) => visitorKey(req, res),
+    }),
+    rateLimit({
+      ...common,
+      ...withStore('widget-messages'),
+      identifier: 'widget-messages',
+      windowMs: 60_000,
+      limit: settings.widgetMessages,
+      skip: (req) => operationIdOf(req) !== 'sendWidgetMessage',
+      keyGenerator: (req, res) => visitorKey(req, res),
     }),
   ];
 }

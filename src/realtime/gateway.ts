@@ -50,6 +50,8 @@ export interface GatewayDeps {
   presence: PresenceTracker;
   findSession(tenantId: string, userId: string, sessionId: string): Promise<{ sessionLive: boolean; membership: ActiveMembership | undefined }>;
   findApiKey(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[] } | undefined>;
+  /** A visitor socket's widget rules (domains for the Origin, identity), as for widget calls. */
+  authenticateVisitor?: (token: string, origin: string | undefined) => Promise<unknown>;
   logger: Logger;
   options?: Partial<GatewayOptions>;
 }
@@ -180,6 +182,8 @@ export class RealtimeGateway {
     const visitorToken = url.searchParams.get('visitor_token') ?? (bearer && tokens.isVisitorToken(bearer) ? bearer : undefined);
     if (visitorToken) {
       const claims = tokens.verifyVisitorToken(visitorToken);
+      // Sessions from the widget name their widget: its domains and identity rule hold here too.
+      if (claims.widgetId && this.#deps.authenticateVisitor) await this.#deps.authenticateVisitor(visitorToken, req.headers.origin);
       return { tenantId: claims.tenantId, audience: { kind: 'visitor', visitorId: claims.visitorId }, expiresAt: claims.expiresAt };
     }
     const ticket = url.searchParams.get('ticket');
@@ -247,6 +251,20 @@ export class RealtimeGateway {
     const joinedAt = await stream.join(conn);
     if (lastEventId) await this.#replay(conn, lastEventId, joinedAt);
     await this.#announce(conn, 'online');
+    await this.#touchVisitors([conn]);
+  }
+
+  // A visitor with a live widget socket counts as on the site: their last_seen_at stays within the minute.
+  async #touchVisitors(connections: Connection[]) {
+    const byTenant = new Map<string, string[]>();
+    for (const c of connections) {
+      if (c.audience.kind === 'visitor') byTenant.set(c.tenantId, [...(byTenant.get(c.tenantId) ?? []), c.audience.visitorId]);
+    }
+    for (const [tenantId, visitorIds] of byTenant) {
+      await this.#deps.database
+        .withTenant(tenantId, (trx) => trx.updateTable('visitors').set({ last_seen_at: new Date() }).where('id', 'in', visitorIds).execute())
+        .catch((err) => this.#deps.logger.error({ err }, 'visitor last_seen update failed'));
+    }
   }
 
   // Everything after the client's last event up to the position the stream had when the socket joined;
@@ -507,6 +525,7 @@ export class RealtimeGateway {
       }
     }
     await this.#deps.presence.refresh(refresh).catch((err) => this.#deps.logger.error({ err }, 'presence refresh failed'));
+    await this.#touchVisitors([...this.#connections]);
     // Logged out, reset or removed from the team since connecting: the socket goes too.
     for (const [key, conns] of sessions) {
       const [tenantId, userId, sessionId] = key.split('|') as [string, string, string];

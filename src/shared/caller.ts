@@ -1,4 +1,5 @@
 import type { Principal } from '../http/access.ts';
 
 /** The id that stands for the caller in read marks, idempotency keys and message senders. */
-export const callerIdOf = (principal: Principal): string => (principal.kind === 'user' ? principal.userId : principal.keyId);
+export const callerIdOf = (principal: Principal): string =>
+  principal.kind === 'user' ? principal.userId : principal.kind === 'api_key' ? principal.keyId : principal.visitorId;

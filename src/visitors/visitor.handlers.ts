@@ -4,7 +4,8 @@ import { requirePrincipal } from '../shared/principal.ts';
 import type { TeamService } from '../team/team.service.ts';
 import type { VisitorService } from './visitor.service.ts';
 
-export const visitorHandlers = (visitors: VisitorService): Pick<Handlers, 'getVisitor'> => ({
+export const visitorHandlers = (visitors: VisitorService): Pick<Handlers, 'getVisitor' | 'listVisitors'> => ({
+  listVisitors: async ({ principal, query }) => ({ status: 200, body: await visitors.list(requirePrincipal(principal), query) }),
   getVisitor: async ({ principal, params }) => ({ status: 200, body: await visitors.get(requirePrincipal(principal), params.id) }),
 });
 

@@ -47,6 +47,7 @@ export async function startRealtime(options: { redisUrl?: string; gateway?: Part
     presence,
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
     findApiKey: (key) => services.apiKeys.authenticate(key),
+    authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger: h.deps.logger,
     options: options.gateway ?? {},
   });

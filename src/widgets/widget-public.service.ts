@@ -1,0 +1,288 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { sql } from 'kysely';
+import type { components } from '../../generated/api.ts';
+import type { TokenService } from '../auth/tokens.ts';
+import { VISITOR_TOKEN_TTL_SECONDS } from '../auth/tokens.ts';
+import * as conversationRepo from '../conversations/conversation.repository.ts';
+import { toConversationDto } from '../conversations/conversation.service.ts';
+import type { Database, Tx } from '../db/database.ts';
+import type { Message } from '../db/schema.ts';
+import type { EventBus } from '../events/bus.ts';
+import { inTenantTransaction } from '../events/outbox.ts';
+import type { VisitorPrincipal } from '../http/access.ts';
+import * as messageRepo from '../messages/message.repository.ts';
+import { appendMessage, conversationClosed, toMessageDto } from '../messages/message.service.ts';
+import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
+import { AppError, conflict, forbidden, notFound } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { keysetPageOf } from '../shared/pagination.ts';
+import { originAllowed } from './domain.ts';
+import * as repo from './widget.repository.ts';
+
+type S = components['schemas'];
+
+const originRefused = () => forbidden('This page is not on one of the widget\'s domains');
+const identityRequired = () => forbidden('This widget requires a verified identity: send user.email and user.user_hash');
+
+/** The HMAC a site's server computes for a signed-in user: hex HMAC-SHA256 of the e-mail under the widget secret. */
+export const userHash = (secret: string, email: string) => createHmac('sha256', secret).update(email.trim().toLowerCase()).digest('hex');
+
+function hashMatches(secret: string, email: string, given: string): boolean {
+  const expected = Buffer.from(userHash(secret, email), 'hex');
+  const actual = Buffer.from(given, 'hex');
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+// What a visitor sees of a message: no internal notes (filtered out before), and no member named.
+const forVisitor = (m: Message): S['Message'] => {
+  const dto = toMessageDto(m);
+  return dto.sender_type === 'visitor' ? dto : { ...dto, sender_id: null };
+};
+
+export class WidgetPublicService {
+  readonly #database: Database;
+  readonly #bus: EventBus;
+  readonly #tokens: TokenService;
+
+  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService }) {
+    this.#database = deps.database;
+    this.#bus = deps.bus;
+    this.#tokens = deps.tokens;
+  }
+
+  /** For the access middleware: a visitor token, its widget's domains against the Origin, and its identity rule. */
+  async authenticate(token: string, origin: string | undefined): Promise<VisitorPrincipal> {
+    const claims = this.#tokens.verifyVisitorToken(token);
+    if (!claims.widgetId) throw new AppError('ERR_UNAUTHENTICATED', 'The visitor token is not valid');
+    const found = await this.#database.asSystem((trx) => repo.findWidgetWithDomains(trx, claims.widgetId!));
+    if (!found || found.widget.tenant_id !== claims.tenantId) throw new AppError('ERR_UNAUTHENTICATED', 'The widget of this session no longer exists');
+    if (!originAllowed(origin, found.domains)) throw originRefused();
+    if (found.widget.identity_required && !claims.contactId) throw identityRequired();
+    return { kind: 'visitor', visitorId: claims.visitorId, tenantId: claims.tenantId, widgetId: claims.widgetId, contactId: claims.contactId ?? null };
+  }
+
+  async startSession(input: S['WidgetSessionCreate'], origin: string | undefined, previousToken: string | undefined): Promise<S['WidgetSession']> {
+    const found = await this.#database.asSystem((trx) => repo.findWidgetWithDomains(trx, input.widget_id));
+    if (!found) throw notFound('Widget');
+    const { widget, domains } = found;
+    if (!originAllowed(origin, domains)) throw originRefused();
+    if (input.user && !hashMatches(widget.identity_secret, input.user.email, input.user.user_hash)) {
+      throw forbidden('The user_hash does not match the e-mail for this widget');
+    }
+    if (widget.identity_required && !input.user) throw identityRequired();
+    // The same visitor again only with their own earlier token for this tenant.
+    let returning: string | undefined;
+    if (previousToken) {
+      try {
+        const claims = this.#tokens.verifyVisitorToken(previousToken);
+        if (claims.tenantId === widget.tenant_id && (!input.visitor_id || input.visitor_id === claims.visitorId)) returning = claims.visitorId;
+      } catch {
+        // An expired or foreign token starts a new visitor.
+      }
+    }
+    const now = new Date();
+    const { visitorId, contactId } = await this.#database.withTenant(widget.tenant_id, async (trx) => {
+      let contactId: string | null = null;
+      if (input.user) contactId = await findOrCreateContact(trx, widget.tenant_id, input.user.email, input.user.name, now);
+      const existing = returning
+        ? await trx.selectFrom('visitors').select(['id', 'contact_id']).where('id', '=', returning).executeTakeFirst()
+        : undefined;
+      const id = existing?.id ?? newId('visitor');
+      if (existing) {
+        await trx
+          .updateTable('visitors')
+          .set({
+            last_seen_at: now,
+            widget_id: widget.id,
+            ...(contactId ? { contact_id: contactId, email: input.user!.email, ...(input.user!.name ? { name: input.user!.name } : {}) } : {}),
+          })
+          .where('id', '=', id)
+          .execute();
+      } else {
+        await trx
+          .insertInto('visitors')
+          .values({
+            id,
+            tenant_id: widget.tenant_id,
+            widget_id: widget.id,
+            contact_id: contactId,
+            email: input.user?.email ?? null,
+            name: input.user?.name ?? null,
+            last_seen_at: now,
+            created_at: now,
+          })
+          .execute();
+      }
+      await recordPage(trx, widget.tenant_id, id, { url: input.page_url, title: input.page_title, referrer: input.referrer }, now);
+      return { visitorId: id, contactId };
+    });
+    const token = this.#tokens.signVisitorToken({ visitorId, tenantId: widget.tenant_id, widgetId: widget.id, contactId: contactId ?? undefined });
+    return {
+      visitor_id: visitorId,
+      visitor_token: token,
+      expires_at: new Date(now.getTime() + VISITOR_TOKEN_TTL_SECONDS * 1000).toISOString(),
+      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'] },
+    };
+  }
+
+  async recordPageView(visitor: VisitorPrincipal, input: S['PageViewCreate']): Promise<{ recorded: true }> {
+    await this.#database.withTenant(visitor.tenantId, async (trx) => {
+      const now = new Date();
+      await recordPage(trx, visitor.tenantId, visitor.visitorId, input, now);
+      await trx.updateTable('visitors').set({ last_seen_at: now }).where('id', '=', visitor.visitorId).execute();
+    });
+    return { recorded: true };
+  }
+
+  async listConversations(visitor: VisitorPrincipal): Promise<S['WidgetConversationList']> {
+    const rows = await this.#database.withTenant(visitor.tenantId, (trx) =>
+      trx
+        .selectFrom('conversations')
+        .select(['id', 'status', 'last_message', 'last_message_at', 'created_at'])
+        .select(surveyState)
+        .where('visitor_id', '=', visitor.visitorId)
+        .orderBy('last_activity_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(100)
+        .execute(),
+    );
+    return { data: rows.map(toWidgetConversation) };
+  }
+
+  async startConversation(visitor: VisitorPrincipal, content: string): Promise<S['WidgetConversation']> {
+    return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
+      const now = new Date();
+      const id = newId('conversation');
+      await conversationRepo.insertConversation(trx, {
+        id,
+        tenant_id: visitor.tenantId,
+        status: 'open',
+        priority: 'normal',
+        subject: null,
+        visitor_id: visitor.visitorId,
+        contact_id: visitor.contactId,
+        department_id: null,
+        assigned_user_id: null,
+        now,
+      });
+      await trx.updateTable('conversations').set({ widget_id: visitor.widgetId }).where('id', '=', id).execute();
+      const created = await conversationRepo.findConversation(trx, id, visitor.visitorId);
+      await emit('conversation.created', { conversation_id: id, conversation: toConversationDto(created!) }, { conversationId: id });
+      await appendMessage(trx, emit, { id, tenant_id: visitor.tenantId }, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content }, now);
+      return this.#own(trx, visitor, id);
+    });
+  }
+
+  async listMessages(visitor: VisitorPrincipal, conversationId: string, page: { limit: number; cursor?: string }): Promise<S['MessageList']> {
+    const before = page.cursor ? decodeCursor(page.cursor) : undefined;
+    return this.#database.withTenant(visitor.tenantId, async (trx) => {
+      await this.#own(trx, visitor, conversationId);
+      let query = trx.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId).where('internal', '=', false);
+      if (before) query = query.where(sql<boolean>`(created_at, id) < (${before.at}, ${before.id})`);
+      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
+      const { total } = await trx
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .where('conversation_id', '=', conversationId)
+        .where('internal', '=', false)
+        .executeTakeFirstOrThrow();
+      const pageRows = rows.slice(0, page.limit);
+      return {
+        data: pageRows.map(forVisitor),
+        pagination: keysetPageOf(pageRows, { limit: page.limit, hasMore: rows.length > page.limit, total }, (last) => encodeCursor(last.created_at, last.id)),
+      };
+    });
+  }
+
+  async sendMessage(visitor: VisitorPrincipal, conversationId: string, content: string): Promise<S['Message']> {
+    return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
+      await this.#own(trx, visitor, conversationId);
+      const conversation = await conversationRepo.lockConversation(trx, conversationId);
+      if (conversation!.status === 'closed') throw conversationClosed();
+      return appendMessage(trx, emit, conversation!, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content }, new Date());
+    });
+  }
+
+  async answerSurvey(visitor: VisitorPrincipal, conversationId: string, input: S['SurveyAnswerCreate']): Promise<S['SurveyAnswer']> {
+    return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
+      await this.#own(trx, visitor, conversationId);
+      const survey = await trx
+        .selectFrom('surveys')
+        .selectAll()
+        .where('conversation_id', '=', conversationId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!survey) throw conflict('No satisfaction survey is waiting: the conversation has not been closed');
+      if (survey.status !== 'pending') throw conflict('The satisfaction survey was already answered');
+      const answeredAt = new Date();
+      const comment = input.comment ?? null;
+      await trx.updateTable('surveys').set({ status: 'answered', rating: input.rating, comment, answered_at: answeredAt }).where('id', '=', survey.id).execute();
+      await emit(
+        'csat.submitted',
+        { conversation_id: conversationId, survey_id: survey.id, rating: input.rating, comment },
+        { conversationId, internal: true },
+      );
+      return { survey_id: survey.id, conversation_id: conversationId, rating: input.rating, comment, answered_at: answeredAt.toISOString() };
+    });
+  }
+
+  // A conversation of this visitor, or "not found" (whoever else it belongs to).
+  async #own(trx: Tx, visitor: VisitorPrincipal, conversationId: string): Promise<S['WidgetConversation']> {
+    const row = await trx
+      .selectFrom('conversations')
+      .select(['id', 'status', 'last_message', 'last_message_at', 'created_at'])
+      .select(surveyState)
+      .where('id', '=', conversationId)
+      .where('visitor_id', '=', visitor.visitorId)
+      .executeTakeFirst();
+    if (!row) throw notFound('Conversation');
+    return toWidgetConversation(row);
+  }
+}
+
+const surveyState = () =>
+  sql<{ id: string; status: 'pending' | 'answered'; rating: number | null; comment: string | null; answered_at: string | null } | null>`(
+    select json_build_object('id', s.id, 'status', s.status, 'rating', s.rating, 'comment', s.comment, 'answered_at', s.answered_at)
+    from surveys s where s.conversation_id = conversations.id order by s.created_at desc, s.id desc limit 1
+  )`.as('survey');
+
+function toWidgetConversation(row: {
+  id: string;
+  status: 'open' | 'assigned' | 'closed';
+  last_message: string | null;
+  last_message_at: Date | null;
+  created_at: Date;
+  survey: { id: string; status: 'pending' | 'answered'; rating: number | null; comment: string | null; answered_at: string | null } | null;
+}): S['WidgetConversation'] {
+  return {
+    id: row.id,
+    status: row.status === 'closed' ? 'closed' : 'open',
+    last_message: row.last_message,
+    last_message_at: row.last_message_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+    survey: row.survey ? { ...row.survey, answered_at: row.survey.answered_at ? new Date(row.survey.answered_at).toISOString() : null } : null,
+  };
+}
+
+async function recordPage(trx: Tx, tenantId: string, visitorId: string, page: { url: string; title?: string | undefined; referrer?: string | undefined }, now: Date) {
+  await trx
+    .insertInto('page_views')
+    .values({ tenant_id: tenantId, visitor_id: visitorId, url: page.url, title: page.title ?? null, referrer: page.referrer ?? null, viewed_at: now })
+    .execute();
+}
+
+async function findOrCreateContact(trx: Tx, tenantId: string, email: string, name: string | undefined, now: Date): Promise<string> {
+  const existing = await trx.selectFrom('contacts').select('id').where(sql<string>`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
+  if (existing) return existing.id;
+  const id = newId('contact');
+  await trx
+    .insertInto('contacts')
+    .values({ id, tenant_id: tenantId, email, name: name ?? null, custom_attributes: '{}', created_at: now, updated_at: now })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  const row = await trx.selectFrom('contacts').select('id').where(sql<string>`lower(email)`, '=', email.toLowerCase()).executeTakeFirstOrThrow();
+  return row.id;
+}
