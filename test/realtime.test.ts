@@ -108,19 +108,30 @@ describe('realtime gateway', function () {
       const t = await createTenant();
       const agent = await addMember(t);
       const agentToken = await login(agent.email);
-      const visitorId = await createVisitor(t);
-      const owner = await open(rt.wsUrl, bearer(t.owner.accessToken));
       const auth = bearer(t.owner.accessToken);
+      // A visitor from a real widget session, so that they can answer the survey (csat.submitted).
+      const widget = (await request(rt.app).post('/api/v1/widgets').set(auth).send({ name: 'w' }).expect(201)).body;
+      await request(rt.app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'shop.example' }).expect(201);
+      const widgetSession = (
+        await request(rt.app).post('/api/v1/widget/sessions').set('Origin', 'https://shop.example').send({ widget_id: widget.id, page_url: 'https://shop.example/' }).expect(201)
+      ).body;
+      const visitorId = widgetSession.visitor_id as string;
+      const owner = await open(rt.wsUrl, bearer(t.owner.accessToken));
       const conv = await createConversation(t, { visitor_id: visitorId, message: 'Hello!' }, t.owner.accessToken, rt.app);
       await request(rt.app).put(`/api/v1/conversations/${conv.id}`).set(auth).send({ priority: 'high' }).expect(200);
       await request(rt.app).post(`/api/v1/conversations/${conv.id}/assign`).set(auth).send({ user_id: agent.userId }).expect(200);
       await request(rt.app).post(`/api/v1/conversations/${conv.id}/transfer`).set(auth).send({ user_id: t.owner.userId }).expect(200);
       await request(rt.app).post(`/api/v1/messages/${conv.id}/read`).set(auth).expect(200);
       await request(rt.app).post(`/api/v1/conversations/${conv.id}/close`).set(auth).expect(200);
+      await request(rt.app)
+        .post(`/api/v1/widget/conversations/${conv.id}/survey`)
+        .set({ Authorization: `Bearer ${widgetSession.visitor_token}`, Origin: 'https://shop.example' })
+        .send({ rating: 4 })
+        .expect(201);
       await request(rt.app).post(`/api/v1/conversations/${conv.id}/reopen`).set(auth).expect(200);
       const agentSocket = await open(rt.wsUrl, bearer(agentToken)); // presence.updated: the agent comes online
       agentSocket.ws.send(JSON.stringify({ type: 'typing', conversation_id: conv.id, is_typing: true }));
-      const visitor = await open(`${rt.wsUrl}?visitor_token=${await visitorToken(t, visitorId)}`); // visitor.online
+      const visitor = await open(`${rt.wsUrl}?visitor_token=${widgetSession.visitor_token}`, { Origin: 'https://shop.example' }); // visitor.online
       visitor.close(); // visitor.offline
       await owner.next(isEvent('visitor.offline'));
       const seen = new Set<string>();

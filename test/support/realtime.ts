@@ -131,6 +131,7 @@ const PAYLOADS: Record<string, string> = {
   typing: 'TypingData',
   'visitor.online': 'VisitorPresenceData',
   'visitor.offline': 'VisitorPresenceData',
+  'csat.submitted': 'CsatSubmittedData',
 };
 export const EVENT_TYPES = Object.keys(PAYLOADS);
 
