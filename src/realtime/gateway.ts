@@ -230,7 +230,8 @@ export class RealtimeGateway {
       audience: auth.audience,
       status: 'online',
       alive: true,
-      backlog: lastEventId ? [] : undefined,
+      // Every socket buffers what the stream delivers until it has been welcomed (and has resumed).
+      backlog: [],
       expiresAt: auth.expiresAt,
       expiryTimer: undefined,
     };
@@ -244,14 +245,26 @@ export class RealtimeGateway {
     ws.on('message', (raw, isBinary) => void this.#onFrame(conn, raw.toString(), isBinary));
     ws.on('close', () => void this.#onClose(conn));
     ws.on('error', () => undefined);
-    const audience = conn.audience.kind;
-    ws.send(JSON.stringify({ type: 'welcome', connection_id: conn.id, audience, heartbeat_seconds: Math.round(this.#options.heartbeatMs / 1000) }));
-
-    const stream = this.#streamOf(conn.tenantId);
-    const joinedAt = await stream.join(conn);
-    if (lastEventId) await this.#replay(conn, lastEventId, joinedAt);
+    // Joined, present and seen before the welcome: a client may act as soon as it is welcomed.
+    const joinedAt = await this.#streamOf(conn.tenantId).join(conn);
     await this.#announce(conn, 'online');
     await this.#touchVisitors([conn]);
+    const audience = conn.audience.kind;
+    ws.send(JSON.stringify({ type: 'welcome', connection_id: conn.id, audience, heartbeat_seconds: Math.round(this.#options.heartbeatMs / 1000) }));
+    if (lastEventId) await this.#replay(conn, lastEventId, joinedAt);
+    else this.#flushBacklog(conn);
+  }
+
+  /** Before its welcome (and its resume), a socket's frames wait in its backlog. */
+  #deliverOrBuffer(conn: Connection, frame: string) {
+    if (conn.backlog) conn.backlog.push(frame);
+    else this.#send(conn, frame);
+  }
+
+  #flushBacklog(conn: Connection) {
+    const waiting = conn.backlog ?? [];
+    conn.backlog = undefined;
+    for (const frame of waiting) this.#send(conn, frame);
   }
 
   // A visitor with a live widget socket counts as on the site: their last_seen_at stays within the minute.
@@ -289,9 +302,7 @@ export class RealtimeGateway {
         }
       }
     } finally {
-      const waiting = conn.backlog ?? [];
-      conn.backlog = undefined;
-      for (const frame of waiting) this.#send(conn, frame);
+      this.#flushBacklog(conn);
     }
   }
 
@@ -394,10 +405,10 @@ export class RealtimeGateway {
       if (conn.audience.kind === 'visitor') {
         if (signal.toVisitorId !== conn.audience.visitorId) continue;
         visitorFrame ??= JSON.stringify({ ...signal.envelope, data: signal.visitorData ?? signal.envelope.data });
-        this.#send(conn, visitorFrame);
+        this.#deliverOrBuffer(conn, visitorFrame);
       } else if (signal.toMembers) {
         memberFrame ??= JSON.stringify(signal.envelope);
-        this.#send(conn, memberFrame);
+        this.#deliverOrBuffer(conn, memberFrame);
       }
     }
   }
@@ -469,9 +480,7 @@ export class RealtimeGateway {
       const views = new Map<string, string | null>();
       for (const conn of connections) {
         const frame = this.#viewFor(conn, row, views);
-        if (!frame) continue;
-        if (conn.backlog) conn.backlog.push(frame);
-        else this.#send(conn, frame);
+        if (frame) this.#deliverOrBuffer(conn, frame);
       }
     }
   }
