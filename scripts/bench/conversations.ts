@@ -5,9 +5,7 @@
 //
 //   DATABASE_URL=postgres://user@127.0.0.1:5432/db npm run bench:conversations
 //   BENCH_SIZES=10000,1000000 BENCH_SECONDS=10 BENCH_CONNECTIONS=10 ...
-import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -18,6 +16,7 @@ import { TokenService } from '../../src/auth/tokens.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { seedConversations } from './seed-conversations.ts';
+import { startProcess } from './support.ts';
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl?.startsWith('postgres')) {
@@ -29,36 +28,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const JWT_SECRET = 'benchmark-secret-that-is-long-enough-0123456789';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-
-async function startProcess(script: string, env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [script], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', JWT_SECRET, DATABASE_URL: databaseUrl!, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    const up = await fetch(`${url}/api/health`).then(() => true, () => false);
-    if (up) break;
-    if (i > 150) throw new Error(`${script} did not start`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
-}
+const startServer = (script: string, env: Record<string, string>) => startProcess(script, { JWT_SECRET, DATABASE_URL: databaseUrl!, ...env });
 
 const json = (token: string) => ({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' });
 
@@ -92,7 +62,7 @@ console.log('size       endpoint                         server               re
 
 for (const size of sizes) {
   // The app (validating responses) makes the tenant and the conversations the writes go to.
-  const app = await startProcess('src/server.ts', { VALIDATE_RESPONSES: 'true', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
+  const app = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
   const email = `bench-${Date.now()}@example.test`;
   const registered = (await fetch(`${app.url}/api/v1/auth/register`, {
     method: 'POST',
@@ -120,8 +90,8 @@ for (const size of sizes) {
 
   // All three servers run side by side (an idle one costs nothing) and each endpoint is measured on all
   // of them before the next: the sends, which add messages, come last, so every server reads the same data.
-  const appOff = await startProcess('src/server.ts', { VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
-  const baseline = await startProcess('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile });
+  const appOff = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
+  const baseline = await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile });
   const servers: [string, string][] = [
     ['app, validation on', app.url],
     ['app, validation off', appOff.url],

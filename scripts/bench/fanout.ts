@@ -5,50 +5,12 @@
 //   npm run bench:fanout                                  # embedded PGlite
 //   DATABASE_URL=postgres://... npm run bench:fanout
 //   BENCH_SOCKETS=1000,10000 BENCH_EVENTS=20 ...
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
+import { startProcess } from './support.ts';
 
 const sizes = (process.env.BENCH_SOCKETS ?? '1000,10000').split(',').map(Number);
 const eventsPerSize = Number(process.env.BENCH_EVENTS ?? 20);
-
-async function startServer() {
-  const port = await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-  const child = spawn(process.execPath, ['src/server.ts'], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
-      DATA_DIR: '/tmp/chat-bench-fanout',
-      BCRYPT_COST: '4',
-      RATE_LIMIT_PER_MINUTE: '1000000',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (await fetch(`${base}/api/health`).then(() => true, () => false)) break;
-    if (i > 150) throw new Error('the service did not start');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    base,
-    rssKiB: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]),
-    stop: () => new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
-  };
-}
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -59,7 +21,12 @@ console.log(`fan-out benchmark: ${cpus().length} cores, ${process.env.DATABASE_U
 console.log('sockets   connect s   last socket p50 ms   p99 ms   max ms   server RSS per idle connection');
 for (const n of sizes) {
   // A fresh server per size, so its memory before the sockets is a clean baseline.
-  const { base, rssKiB, stop } = await startServer();
+  const { url: base, rssKiB, stop } = await startProcess('src/server.ts', {
+    DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
+    DATA_DIR: '/tmp/chat-bench-fanout',
+    BCRYPT_COST: '4',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+  });
   const post = (path: string, token: string | undefined, body: unknown) =>
     fetch(`${base}${path}`, {
       method: 'POST',

@@ -5,53 +5,23 @@
 //   npm run bench:login                      # embedded PGlite
 //   DATABASE_URL=postgres://... npm run bench:login
 //   BENCH_SECONDS=10 BENCH_BCRYPT_COST=12 BENCH_LOGIN_CONNECTIONS=8 npm run bench:login
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import autocannon from 'autocannon';
+import { startProcess } from './support.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const cost = process.env.BENCH_BCRYPT_COST ?? '12';
 const loginConnections = Number(process.env.BENCH_LOGIN_CONNECTIONS ?? 8);
 const getConnections = Number(process.env.BENCH_GET_CONNECTIONS ?? 4);
 
-const port = await new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as { port: number };
-    probe.close(() => resolve(port));
-  });
+const service = await startProcess('src/server.ts', {
+  NODE_ENV: 'development',
+  DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
+  DATA_DIR: process.env.DATA_DIR ?? '/tmp/chat-bench',
+  BCRYPT_COST: cost,
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  LOGIN_RATE_LIMIT: '1000000',
 });
-
-// The service runs in a process of its own, so the load generator does not share its event loop.
-const child = spawn(process.execPath, ['src/server.ts'], {
-  env: {
-    ...process.env,
-    NODE_ENV: 'development',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
-    DATA_DIR: process.env.DATA_DIR ?? '/tmp/chat-bench',
-    LOG_LEVEL: 'warn',
-    BCRYPT_COST: cost,
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    LOGIN_RATE_LIMIT: '1000000',
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
-const service = {
-  url: `http://127.0.0.1:${port}`,
-  stop: () =>
-    new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
-};
-for (let attempt = 0; ; attempt++) {
-  const up = await fetch(`${service.url}/api/health`).then((r) => r.ok, () => false);
-  if (up) break;
-  if (attempt > 100) throw new Error('the service did not start');
-  await new Promise((r) => setTimeout(r, 200));
-}
 
 try {
   const email = `bench-${Date.now()}@example.test`;

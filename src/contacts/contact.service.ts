@@ -6,6 +6,7 @@ import type { Principal } from '../http/access.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { mergePatch } from '../shared/merge.ts';
 import { keysetPageOf } from '../shared/pagination.ts';
 import * as repo from './contact.repository.ts';
 
@@ -27,15 +28,6 @@ const emailTaken = (err: unknown): never => {
   throw err;
 };
 
-/** Merges custom attributes: a key set to null is removed. */
-function merged(current: Record<string, unknown>, patch: Record<string, unknown>) {
-  const next = { ...current };
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete next[key];
-    else next[key] = value;
-  }
-  return next;
-}
 
 export class ContactService {
   readonly #database: Database;
@@ -72,7 +64,7 @@ export class ContactService {
           email: input.email ?? null,
           phone: input.phone ?? null,
           company: input.company ?? null,
-          custom_attributes: merged({}, input.custom_attributes ?? {}),
+          custom_attributes: mergePatch({}, input.custom_attributes ?? {}),
           now: new Date(),
         }),
       )
@@ -89,7 +81,7 @@ export class ContactService {
         return repo.updateContact(
           trx,
           id,
-          { ...fields, ...(custom_attributes ? { custom_attributes: merged(current.custom_attributes, custom_attributes) } : {}) },
+          { ...fields, ...(custom_attributes ? { custom_attributes: mergePatch(current.custom_attributes, custom_attributes) } : {}) },
           new Date(),
         );
       })

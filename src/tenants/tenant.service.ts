@@ -13,6 +13,7 @@ import type { Mailer } from '../mail/mailer.ts';
 import { addedToTenantMail, invitationMail } from '../mail/templates.ts';
 import { conflict, forbidden, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { mergePatch } from '../shared/merge.ts';
 import { pageOf } from '../shared/pagination.ts';
 import type { UserPrincipal } from '../shared/principal.ts';
 import { invalidTimeZone, isValidTimeZone } from '../shared/timezones.ts';
@@ -84,14 +85,7 @@ export class TenantService {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const tenant = await repo.lockTenant(trx, id);
       if (!tenant) throw notFound('Tenant');
-      let settings: Record<string, unknown> | undefined;
-      if (input.settings) {
-        settings = { ...tenant.settings };
-        for (const [key, value] of Object.entries(input.settings)) {
-          if (value === null) delete settings[key];
-          else settings[key] = value;
-        }
-      }
+      const settings = input.settings ? mergePatch(tenant.settings, input.settings) : undefined;
       const updated = await repo.updateTenant(trx, id, {
         ...(input.name !== undefined ? { name: input.name } : {}),
         ...(input.timezone !== undefined ? { timezone: input.timezone } : {}),

@@ -6,6 +6,7 @@ import type { Widget, WidgetDomain } from '../db/schema.ts';
 import type { Principal } from '../http/access.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { mergePatch } from '../shared/merge.ts';
 import { pageOf } from '../shared/pagination.ts';
 import { normaliseDomain } from './domain.ts';
 import * as repo from './widget.repository.ts';
@@ -62,14 +63,7 @@ export class WidgetService {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const current = await repo.findWidget(trx, id, { lock: true });
       if (!current) throw notFound('Widget');
-      let settings: Record<string, unknown> | undefined;
-      if (input.settings) {
-        settings = { ...current.settings };
-        for (const [key, value] of Object.entries(input.settings)) {
-          if (value === null) delete settings[key];
-          else settings[key] = value;
-        }
-      }
+      const settings = input.settings ? mergePatch(current.settings, input.settings) : undefined;
       const updated = await repo.updateWidget(
         trx,
         id,
