@@ -97,7 +97,8 @@ describe('authentication of protected operations', () => {
     const issuedAt = Date.now() - 901_000;
     const expired = new TokenService(TEST_JWT_SECRET, () => issuedAt).signAccessToken(claims);
     expectProblem(await request(app).get(tenantPath(t.tenantId)).set('Authorization', `Bearer ${expired}`), 401, 'ERR_TOKEN_EXPIRED');
-    const fresh = new TokenService(TEST_JWT_SECRET, () => Date.now() - 899_000).signAccessToken(claims);
+    // Still valid: a few seconds left (iat is rounded down to the second).
+    const fresh = new TokenService(TEST_JWT_SECRET, () => Date.now() - 895_000).signAccessToken(claims);
     await request(app).get(tenantPath(t.tenantId)).set('Authorization', `Bearer ${fresh}`).expect(200);
   });
 

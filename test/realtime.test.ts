@@ -334,8 +334,8 @@ describe('realtime gateway', function () {
     it('an access token that expires closes its socket with 4001', async () => {
       const t = await createTenant();
       const sessionId = (jwt.decode(t.owner.accessToken) as jwt.JwtPayload).sid as string;
-      // Issued 899 s ago: one second left.
-      const token = new TokenService(TEST_JWT_SECRET, () => Date.now() - 899_000).signAccessToken({ userId: t.owner.userId, tenantId: t.tenantId, sessionId });
+      // Issued 897 s ago: two to three seconds left (iat is rounded down to the second), time to connect.
+      const token = new TokenService(TEST_JWT_SECRET, () => Date.now() - 897_000).signAccessToken({ userId: t.owner.userId, tenantId: t.tenantId, sessionId });
       const c = await open(rt.wsUrl, bearer(token));
       expect((await c.closed).code).to.equal(CLOSE.credentials);
     });
