@@ -373,7 +373,8 @@ describe('realtime gateway', function () {
       (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
       const before = tight.gateway.connectionCount;
       const conv = await createConversation(t, {}, t.owner.accessToken, tight.app);
-      for (let i = 0; i < 40; i++) {
+      // Enough to overflow the kernel's socket buffers too, so the server's own queue grows.
+      for (let i = 0; i < 80; i++) {
         await request(tight.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'x'.repeat(5000) }).expect(201);
       }
       const deadline = Date.now() + 5000;
