@@ -1,19 +1,14 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
-import type { MessageSenderType, MessageType } from '../db/schema.ts';
+import type { Insertable } from 'kysely';
+import type { MessagesTable } from '../db/schema.ts';
 
-export interface NewMessage {
-  id: string;
-  tenant_id: string;
-  conversation_id: string;
-  sender_type: MessageSenderType;
-  sender_id: string | null;
-  type: MessageType;
-  content: string;
+/** A message row to insert, with its attachments as the list they are (stored as JSON). */
+export type NewMessage = Omit<Insertable<MessagesTable>, 'attachments' | 'created_at' | 'internal'> & {
   internal: boolean;
   attachments: string[];
   created_at: Date;
-}
+};
 
 export async function insertMessage(trx: Tx, message: NewMessage) {
   return trx
