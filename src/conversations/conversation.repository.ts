@@ -51,6 +51,7 @@ export async function insertConversation(
     contact_id: string | null;
     department_id: string | null;
     assigned_user_id: string | null;
+    widget_id?: string | null;
     now: Date;
   },
 ) {
@@ -125,16 +126,6 @@ export async function listConversations(
     .execute();
   const { total, estimated } = await cappedCount(trx, base.selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
   return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
-}
-
-/** The member's role and seat if they are an active member of the tenant. */
-export async function findActiveMember(trx: Tx, userId: string) {
-  return trx
-    .selectFrom('memberships')
-    .select(['user_id', 'seat', 'role'])
-    .where('user_id', '=', userId)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
 }
 
 export async function departmentExists(trx: Tx, id: string): Promise<boolean> {

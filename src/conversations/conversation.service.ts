@@ -11,6 +11,7 @@ import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
+import * as tenantRepo from '../tenants/tenant.repository.ts';
 import * as repo from './conversation.repository.ts';
 
 type S = components['schemas'];
@@ -215,7 +216,7 @@ export class ConversationService {
       const conversation = await this.#lock(trx, id);
       if (conversation.status === 'closed') throw conversationClosed();
       const assignee = userRef === null ? null : normaliseUserRef(userRef);
-      if (assignee) await assertCanHandle(trx, assignee);
+      if (assignee) await assertCanHandle(trx, principal.tenantId, assignee);
       const now = new Date();
       await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee }, now);
       if (assignee) await repo.markAssigned(trx, assignee, now);
@@ -241,7 +242,7 @@ export class ConversationService {
       let departmentId = conversation.department_id;
       if (input.user_id !== undefined) {
         assignee = normaliseUserRef(input.user_id);
-        await assertCanHandle(trx, assignee);
+        await assertCanHandle(trx, principal.tenantId, assignee);
       } else {
         departmentId = input.department_id!;
         assignee = await this.#pickFromDepartment(trx, principal.tenantId, departmentId);
@@ -328,8 +329,8 @@ export class ConversationService {
 
 const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
 
-async function assertCanHandle(trx: Tx, userId: string): Promise<void> {
-  const member = await repo.findActiveMember(trx, userId);
+async function assertCanHandle(trx: Tx, tenantId: string, userId: string): Promise<void> {
+  const member = await tenantRepo.findActiveMembership(trx, tenantId, userId);
   if (!member) throw userNotInTenant();
   if (member.seat !== 'full') throw assigneeLiteSeat();
 }

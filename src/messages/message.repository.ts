@@ -18,16 +18,19 @@ export async function insertMessage(trx: Tx, message: NewMessage) {
     .executeTakeFirstOrThrow();
 }
 
-/** Newest first, going back in time from the cursor. */
-export async function listMessages(trx: Tx, conversationId: string, page: { limit: number; before?: { at: Date; id: string } }) {
-  let query = trx.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId);
+/** Newest first, going back in time from the cursor. A visitor's view leaves internal notes out. */
+export async function listMessages(
+  trx: Tx,
+  conversationId: string,
+  page: { limit: number; before?: { at: Date; id: string } },
+  options: { publicOnly?: boolean } = {},
+) {
+  let base = trx.selectFrom('messages').where('conversation_id', '=', conversationId);
+  if (options.publicOnly) base = base.where('internal', '=', false);
+  let query = base.selectAll();
   if (page.before) query = query.where(sql<boolean>`(created_at, id) < (${page.before.at}, ${page.before.id})`);
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
-  const { total } = await trx
-    .selectFrom('messages')
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .where('conversation_id', '=', conversationId)
-    .executeTakeFirstOrThrow();
+  const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
   return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
 }
 

@@ -163,9 +163,9 @@ export class WidgetPublicService {
         contact_id: visitor.contactId,
         department_id: null,
         assigned_user_id: null,
+        widget_id: visitor.widgetId,
         now,
       });
-      await trx.updateTable('conversations').set({ widget_id: visitor.widgetId }).where('id', '=', id).execute();
       const created = await conversationRepo.findConversation(trx, id, visitor.visitorId);
       await emit('conversation.created', { conversation_id: id, conversation: toConversationDto(created!) }, { conversationId: id });
       await appendMessage(trx, emit, { id, tenant_id: visitor.tenantId }, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content }, now);
@@ -177,19 +177,15 @@ export class WidgetPublicService {
     const before = page.cursor ? decodeCursor(page.cursor) : undefined;
     return this.#database.withTenant(visitor.tenantId, async (trx) => {
       await this.#own(trx, visitor, conversationId);
-      let query = trx.selectFrom('messages').selectAll().where('conversation_id', '=', conversationId).where('internal', '=', false);
-      if (before) query = query.where(sql<boolean>`(created_at, id) < (${before.at}, ${before.id})`);
-      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
-      const { total } = await trx
-        .selectFrom('messages')
-        .select((eb) => eb.fn.countAll<number>().as('total'))
-        .where('conversation_id', '=', conversationId)
-        .where('internal', '=', false)
-        .executeTakeFirstOrThrow();
-      const pageRows = rows.slice(0, page.limit);
+      const { rows, hasMore, total } = await messageRepo.listMessages(
+        trx,
+        conversationId,
+        { limit: page.limit, ...(before ? { before } : {}) },
+        { publicOnly: true },
+      );
       return {
-        data: pageRows.map(forVisitor),
-        pagination: keysetPageOf(pageRows, { limit: page.limit, hasMore: rows.length > page.limit, total }, (last) => encodeCursor(last.created_at, last.id)),
+        data: rows.map(forVisitor),
+        pagination: keysetPageOf(rows, { limit: page.limit, hasMore, total }, (last) => encodeCursor(last.created_at, last.id)),
       };
     });
   }
