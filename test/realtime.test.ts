@@ -135,7 +135,8 @@ describe('realtime gateway', function () {
       visitor.close(); // visitor.offline
       await owner.next(isEvent('visitor.offline'));
       const seen = new Set<string>();
-      for (const frame of owner.frames.filter((f) => f.id)) {
+      // Stored events and live signals: everything but control frames.
+      for (const frame of owner.frames.filter((f) => f.tenant_id)) {
         expect(contractErrors(frame), `${frame.type}: ${JSON.stringify(frame)}`).to.deep.equal([]);
         seen.add(frame.type);
       }
@@ -152,7 +153,7 @@ describe('realtime gateway', function () {
       const convA = await createConversation(a, {}, a.owner.accessToken, rt.app);
       await socketA.next((f) => f.type === 'conversation.created' && f.data.conversation_id === convA.id);
       await settle();
-      expect(socketA.frames.filter((f) => f.id).every((f) => f.tenant_id === a.tenantId)).to.equal(true);
+      expect(socketA.frames.filter((f) => f.tenant_id).every((f) => f.tenant_id === a.tenantId)).to.equal(true);
       expect(JSON.stringify(socketA.frames)).not.to.contain(convB.id).and.not.to.contain('secret of B');
     });
 
@@ -184,6 +185,25 @@ describe('realtime gateway', function () {
   });
 
   describe('resume', () => {
+    it('live signals carry no id, so resuming from the last id seen never asks for a resync', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const watcher = await open(rt.wsUrl, auth);
+      await createConversation(t, {}, t.owner.accessToken, rt.app);
+      await watcher.next(isEvent('conversation.created'));
+      const agent = await addMember(t);
+      const agentSocket = await open(rt.wsUrl, bearer(await login(agent.email)));
+      const signal = await watcher.next((f) => f.type === 'presence.updated' && f.data.user_id === agent.userId);
+      expect(signal).not.to.have.property('id');
+      agentSocket.close();
+      const lastWithId = [...watcher.frames].reverse().find((f) => f.id)!;
+      watcher.ws.terminate();
+      const resumed = await open(`${rt.wsUrl}?last_event_id=${lastWithId.id}`, auth);
+      resumed.ws.send(JSON.stringify({ type: 'ping' }));
+      await resumed.next(isEvent('pong'));
+      expect(resumed.frames.map((f) => f.type)).not.to.include('resync_required');
+    });
+
     it('a client that reconnects with last_event_id gets every event it missed, in order, none twice', async () => {
       const t = await createTenant();
       const auth = bearer(t.owner.accessToken);
@@ -239,11 +259,11 @@ describe('realtime gateway', function () {
         await writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: conv.id }, { conversationId: conv.id });
         wrote();
         await gate;
-      });
+      }, { eventWriter: true });
       await written;
       await database.withTenant(t.tenantId, (trx) =>
         writeEvent(trx, t.tenantId, 'conversation.assigned', { conversation_id: conv.id, assigned_user_id: null, previous_assigned_user_id: null }),
-      );
+      { eventWriter: true });
       const stored = () => socket.frames.filter((f) => f.id && f.type !== 'presence.updated').map((f) => f.type);
       try {
         await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'nudge' }).expect(201);

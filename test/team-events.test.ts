@@ -100,12 +100,12 @@ describe('the events feed', () => {
       await writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: c.id }, { conversationId: c.id });
       wrote();
       await gate;
-    });
+    }, { eventWriter: true });
     await written;
     // Transaction B writes and commits while A is still open.
     await database.withTenant(t.tenantId, (trx) =>
       writeEvent(trx, t.tenantId, 'conversation.assigned', { conversation_id: c.id, assigned_user_id: null, previous_assigned_user_id: null }),
-    );
+    { eventWriter: true });
     try {
       const during = await feed(start);
       expect(during.data).to.deep.equal([]);

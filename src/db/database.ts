@@ -10,6 +10,8 @@ import { PGlitePool } from './pglite-pool.ts';
 // nothing from the app.
 const REQUEST_ROLE = 'chat_app';
 const SYSTEM_ROLE = 'chat_system';
+/** The advisory lock class that marks a transaction as an event writer: 'evt\0' (src/events/feed.repository.ts). */
+export const EVENT_WRITER_LOCK = 0x65767400;
 
 export type Tx = Transaction<DB>;
 
@@ -17,8 +19,11 @@ export interface Database {
   readonly kind: 'postgres' | 'pglite';
   /** The connecting role: migrations and health checks only. Data work goes through withTenant or asSystem. */
   readonly db: Kysely<DB>;
-  /** Runs fn in a transaction as the request role, which sees only this tenant's rows. */
-  withTenant<T>(tenantId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn in a transaction as the request role, which sees only this tenant's rows. `eventWriter`: the
+   * transaction may write events, so feed readers wait for it (src/events/feed.repository.ts).
+   */
+  withTenant<T>(tenantId: string, fn: (trx: Tx) => Promise<T>, options?: { eventWriter?: boolean }): Promise<T>;
   /** Runs fn in a transaction as the system role, for deliberate cross-tenant work (login by e-mail, ...). */
   asSystem<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
@@ -73,16 +78,23 @@ const logOption = (options: DatabaseOptions) =>
     : {};
 
 function wrap(kind: Database['kind'], db: Kysely<DB>): Database {
-  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>) =>
+  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) =>
     db.transaction().execute(async (trx) => {
       // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
-      await sql`select set_config('role', ${role}, true), set_config('app.tenant_id', ${tenantId}, true)`.execute(trx);
+      // An event writer announces itself (shared advisory lock, before it has a transaction id) so that feed
+      // readers hold back later events until it ends, and it alone may insert events (a trigger checks).
+      await (eventWriter
+        ? sql`select set_config('role', ${role}, true), set_config('app.tenant_id', ${tenantId}, true),
+            set_config('app.event_writer', 'on', true),
+            pg_advisory_xact_lock_shared(${EVENT_WRITER_LOCK}, hashtext(${tenantId}) & 2147483647)`
+        : sql`select set_config('role', ${role}, true), set_config('app.tenant_id', ${tenantId}, true)`
+      ).execute(trx);
       return fn(trx);
     });
   return {
     kind,
     db,
-    withTenant: (tenantId, fn) => asRole(REQUEST_ROLE, tenantId, fn),
+    withTenant: (tenantId, fn, options) => asRole(REQUEST_ROLE, tenantId, fn, options?.eventWriter),
     asSystem: (fn) => asRole(SYSTEM_ROLE, '', fn),
     ping: async () => {
       await sql`select 1`.execute(db);

@@ -1,13 +1,13 @@
-import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
 import type { Database } from '../db/database.ts';
 import type { Principal } from '../http/access.ts';
 import { AppError } from '../shared/errors.ts';
+import { DEFAULT_PAGE_SIZE } from '../shared/pagination.ts';
+import { FEED_START, readFeed } from './feed.repository.ts';
 
 type S = components['schemas'];
 
-// A feed position is (txid, position). Only events of transactions older than every transaction still
-// running are handed out: a slower transaction that commits later always sorts after the cursor.
+// A feed position is (txid, position); src/events/feed.repository.ts says why that order misses nothing.
 const encode = (txid: string, position: number) => Buffer.from(JSON.stringify([txid, position])).toString('base64url');
 
 function decode(cursor: string): { txid: string; position: number } {
@@ -30,18 +30,9 @@ export class EventService {
   }
 
   async list(principal: Principal, query: { after?: string; limit?: number }): Promise<S['EventList']> {
-    const after = query.after ? decode(query.after) : { txid: '0', position: 0 };
-    const limit = query.limit ?? 20;
-    const rows = await this.#database.withTenant(principal.tenantId, (trx) =>
-      trx
-        .selectFrom('events')
-        .select(['id', 'type', 'tenant_id', 'created_at', 'data', 'position', sql<string>`txid::text`.as('txid')])
-        .where(sql<boolean>`(txid, position) > (${after.txid}::xid8, ${after.position})`)
-        .where(sql<boolean>`txid < pg_snapshot_xmin(pg_current_snapshot())`)
-        .orderBy('txid')
-        .orderBy('position')
-        .limit(limit)
-        .execute(),
+    const after = query.after ? decode(query.after) : FEED_START;
+    const { rows } = await this.#database.withTenant(principal.tenantId, (trx) =>
+      readFeed(trx, { tenantId: principal.tenantId, after, limit: query.limit ?? DEFAULT_PAGE_SIZE }),
     );
     const last = rows[rows.length - 1];
     return {
@@ -52,7 +43,7 @@ export class EventService {
         created_at: r.created_at.toISOString(),
         data: r.data as S['Event']['data'],
       })),
-      next_cursor: last ? encode(last.txid, Number(last.position)) : encode(after.txid, after.position),
+      next_cursor: last ? encode(last.txid, last.position) : encode(after.txid, after.position),
     };
   }
 }

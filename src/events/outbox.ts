@@ -85,10 +85,13 @@ export async function inTenantTransaction<T>(
   fn: (trx: Tx, emit: Emit) => Promise<T>,
 ): Promise<T> {
   const pending: StoredEvent[] = [];
-  const result = await database.withTenant(tenantId, (trx) =>
-    fn(trx, async (type, data, routing) => {
-      pending.push(await writeEvent(trx, tenantId, type, data, routing));
-    }),
+  const result = await database.withTenant(
+    tenantId,
+    (trx) =>
+      fn(trx, async (type, data, routing) => {
+        pending.push(await writeEvent(trx, tenantId, type, data, routing));
+      }),
+    { eventWriter: true },
   );
   bus.publish(pending);
   return result;

@@ -4,7 +4,7 @@ import type { EventEnvelope } from '../events/outbox.ts';
 /** A live signal (presence, typing, visitor online/offline): delivered to sockets, never stored. */
 export interface LiveSignal {
   tenantId: string;
-  envelope: Omit<EventEnvelope, 'type' | 'data'> & { type: string; data: unknown };
+  envelope: Omit<EventEnvelope, 'id' | 'type' | 'data'> & { type: string; data: unknown };
   toMembers: boolean;
   /** Also this visitor's sockets, with visitorData in place of data (no names). */
   toVisitorId?: string;

@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { TokenService } from '../auth/tokens.ts';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
+import { type FeedPosition, type FeedRow, feedHead, positionOfEvent, readFeed } from '../events/feed.repository.ts';
 import type { ActiveMembership } from '../http/access.ts';
 import { problemBody, statusOf } from '../http/problem.ts';
 import { AppError } from '../shared/errors.ts';
-import { newId } from '../shared/ids.ts';
 import type { Fanout, LiveSignal } from './fanout.ts';
 import type { ConnectionStatus, PresenceTracker } from './presence-tracker.ts';
 import type { TicketStore } from './tickets.ts';
@@ -77,21 +76,8 @@ interface Connection {
 /** setTimeout's limit: a longer delay overflows and fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-interface Position {
-  txid: string;
-  position: number;
-}
-
-interface EventRow extends Position {
-  id: string;
-  type: string;
-  tenant_id: string;
-  created_at: Date;
-  data: Record<string, unknown>;
-  internal: boolean;
-  visitor_id: string | null;
-  ready: boolean;
-}
+type Position = FeedPosition;
+type EventRow = FeedRow & { data: Record<string, unknown> };
 
 /** The events a visitor may see about their own conversations, none of them internal. */
 const VISITOR_EVENT_TYPES = new Set(['conversation.created', 'conversation.updated', 'conversation.closed', 'conversation.reopened', 'message.created']);
@@ -284,15 +270,14 @@ export class RealtimeGateway {
   // what the stream delivered since waits in conn.backlog and follows, so nothing is missed or repeated.
   async #replay(conn: Connection, lastEventId: string, upTo: Position) {
     try {
-      const from = await this.#deps.database.withTenant(conn.tenantId, (trx) =>
-        trx.selectFrom('events').select([sql<string>`txid::text`.as('txid'), 'position']).where('id', '=', lastEventId).executeTakeFirst(),
-      );
+      const from = await this.#deps.database.withTenant(conn.tenantId, (trx) => positionOfEvent(trx, lastEventId));
       if (!from) {
         this.#send(conn, JSON.stringify({ type: 'resync_required', reason: this.#pastRetention(lastEventId) ? 'past_retention' : 'unknown_event' }));
       } else {
-        let after: Position = { txid: from.txid, position: Number(from.position) };
+        let after: Position = from;
         for (;;) {
-          const rows = await this.#read(conn.tenantId, after, upTo);
+          // Everything up to upTo was below the horizon when the stream reached it: nothing is held back.
+          const { rows } = await this.readRaw(conn.tenantId, after, upTo);
           for (const row of rows) {
             const frame = this.#viewFor(conn, row, new Map());
             if (frame) this.#send(conn, frame);
@@ -391,9 +376,11 @@ export class RealtimeGateway {
     }
   }
 
+  // Live signals carry no id: they are not stored, so an id would be one that resume cannot find.
   #liveEnvelope(tenantId: string, type: string, data: unknown): LiveSignal['envelope'] {
-    return { id: newId('event'), type, tenant_id: tenantId, created_at: new Date().toISOString(), data };
+    return { type, tenant_id: tenantId, created_at: new Date().toISOString(), data };
   }
+
 
   #deliverLive(signal: LiveSignal) {
     const stream = this.#streams.get(signal.tenantId);
@@ -424,54 +411,17 @@ export class RealtimeGateway {
     return stream;
   }
 
-  /** Events after `after` (and up to `upTo`), in commit-safe order, at most BATCH; only the ready prefix. */
-  async #read(tenantId: string, after: Position, upTo?: Position): Promise<EventRow[]> {
-    const rows = await this.readRaw(tenantId, after, upTo);
-    const ready: EventRow[] = [];
-    for (const row of rows) {
-      if (!row.ready) break;
-      ready.push(row);
-    }
-    return ready;
-  }
-
-  /** Used by the tenant streams. `ready`: its transaction is older than every one still running. */
-  async readRaw(tenantId: string, after: Position, upTo?: Position): Promise<EventRow[]> {
-    return this.#deps.database.withTenant(tenantId, async (trx) => {
-      let query = trx
-        .selectFrom('events')
-        .select([
-          'id',
-          'type',
-          'tenant_id',
-          'created_at',
-          'data',
-          'internal',
-          'visitor_id',
-          'position',
-          sql<string>`txid::text`.as('txid'),
-          sql<boolean>`txid < pg_snapshot_xmin(pg_current_snapshot())`.as('ready'),
-        ])
-        .where(sql<boolean>`(txid, position) > (${after.txid}::xid8, ${after.position})`);
-      if (upTo) query = query.where(sql<boolean>`(txid, position) <= (${upTo.txid}::xid8, ${upTo.position})`);
-      const rows = await query.orderBy('txid').orderBy('position').limit(BATCH).execute();
-      return rows.map((r) => ({ ...r, position: Number(r.position) })) as EventRow[];
-    });
-  }
-
-  /** Where a new stream starts: after the last event no running transaction can precede. */
-  async head(tenantId: string): Promise<Position> {
-    const row = await this.#deps.database.withTenant(tenantId, (trx) =>
-      trx
-        .selectFrom('events')
-        .select([sql<string>`txid::text`.as('txid'), 'position'])
-        .where(sql<boolean>`txid < pg_snapshot_xmin(pg_current_snapshot())`)
-        .orderBy('txid', 'desc')
-        .orderBy('position', 'desc')
-        .limit(1)
-        .executeTakeFirst(),
+  /** Events after `after` (and up to `upTo`) in feed order, at most BATCH, none a running writer could precede. */
+  async readRaw(tenantId: string, after: Position, upTo?: Position): Promise<{ rows: EventRow[]; heldBack: boolean }> {
+    const page = await this.#deps.database.withTenant(tenantId, (trx) =>
+      readFeed(trx, { tenantId, after, ...(upTo ? { upTo } : {}), limit: BATCH }),
     );
-    return row ? { txid: row.txid, position: Number(row.position) } : { txid: '0', position: 0 };
+    return page as { rows: EventRow[]; heldBack: boolean };
+  }
+
+  /** Where a new stream starts: after the last event no running writer can precede. */
+  async head(tenantId: string): Promise<Position> {
+    return this.#deps.database.withTenant(tenantId, (trx) => feedHead(trx, tenantId));
   }
 
   /** Delivers a batch to a stream's sockets: each event serialised once per view. */
@@ -611,20 +561,15 @@ class TenantStream {
     try {
       do {
         this.#again = false;
-        const rows = await this.#gateway.readRaw(this.tenantId, this.#cursor!);
-        const ready: EventRow[] = [];
-        for (const row of rows) {
-          if (!row.ready) break;
-          ready.push(row);
-        }
+        const { rows: ready, heldBack } = await this.#gateway.readRaw(this.tenantId, this.#cursor!);
         if (ready.length > 0) {
           this.#gateway.deliver(this.connections, ready);
           const last = ready[ready.length - 1]!;
           this.#cursor = { txid: last.txid, position: last.position };
         }
         if (ready.length === BATCH) this.#again = true;
-        // Committed events held back by a transaction still running elsewhere: look again shortly.
-        if (ready.length < rows.length && !this.empty) {
+        // Committed events held back by an event writer still running: look again shortly.
+        if (heldBack && !this.empty) {
           clearTimeout(this.#retry);
           this.#retry = setTimeout(() => this.wake(), 25);
         }

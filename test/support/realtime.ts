@@ -5,6 +5,7 @@ import type { Express } from 'express';
 import { createClient, type RedisClientType } from 'redis';
 import { WebSocket } from 'ws';
 import { buildApp, type Services } from '../../src/app.ts';
+import type { Database } from '../../src/db/database.ts';
 import { EventBus } from '../../src/events/bus.ts';
 import { loadContract } from '../../src/http/contract.ts';
 import { type Fanout, LocalFanout, RedisFanout } from '../../src/realtime/fanout.ts';
@@ -22,8 +23,11 @@ export interface RealtimeServer {
 }
 
 /** An app and its gateway on a real HTTP server, on the run's database. With redisUrl, shared through Redis. */
-export async function startRealtime(options: { redisUrl?: string; gateway?: Partial<GatewayOptions> } = {}): Promise<RealtimeServer> {
+export async function startRealtime(
+  options: { redisUrl?: string; gateway?: Partial<GatewayOptions>; database?: Database } = {},
+): Promise<RealtimeServer> {
   const h = await getHarness();
+  const database = options.database ?? h.database;
   let redis: RedisClientType | undefined;
   let presence: PresenceTracker = new MemoryPresenceTracker();
   let tickets: TicketStore = new MemoryTicketStore();
@@ -36,10 +40,10 @@ export async function startRealtime(options: { redisUrl?: string; gateway?: Part
     fanout = await RedisFanout.create(redis);
   }
   const bus = new EventBus();
-  const { app, services } = buildApp({ ...h.deps, bus, presence, tickets });
+  const { app, services } = buildApp({ ...h.deps, database, bus, presence, tickets });
   const server: Server = createServer(app);
   const gateway = new RealtimeGateway({
-    database: h.database,
+    database,
     bus,
     fanout,
     tokens: h.deps.tokens,
@@ -134,6 +138,8 @@ const PAYLOADS: Record<string, string> = {
   'csat.submitted': 'CsatSubmittedData',
 };
 export const EVENT_TYPES = Object.keys(PAYLOADS);
+/** Live signals: delivered, never stored, and without an id (nothing to resume from). */
+export const LIVE_TYPES = ['presence.updated', 'typing', 'visitor.online', 'visitor.offline'];
 
 /** Errors of an event frame against the contract: the envelope, and the payload its type names. */
 export function contractErrors(frame: Record<string, any>): string[] {
@@ -142,7 +148,11 @@ export function contractErrors(frame: Record<string, any>): string[] {
   if (!payloadName) return [`unknown event type ${frame.type}`];
   const payload = ajv.getSchema(`chat#/components/schemas/${payloadName}`)!;
   const errors: string[] = [];
-  if (!envelope(frame)) errors.push(...(envelope.errors ?? []).map((e) => `envelope ${e.instancePath} ${e.message}`));
+  if (LIVE_TYPES.includes(frame.type)) {
+    // The stored envelope without its id.
+    if ('id' in frame) errors.push('a live signal carries an id');
+    if (!envelope({ ...frame, id: 'evt_00000000-0000-7000-8000-000000000000' })) errors.push(...(envelope.errors ?? []).map((e) => `envelope ${e.instancePath} ${e.message}`));
+  } else if (!envelope(frame)) errors.push(...(envelope.errors ?? []).map((e) => `envelope ${e.instancePath} ${e.message}`));
   if (!payload(frame.data)) errors.push(...(payload.errors ?? []).map((e) => `data ${e.instancePath} ${e.message}`));
   return errors;
 }

@@ -1,0 +1,140 @@
+import { sql } from 'kysely';
+import { EVENT_WRITER_LOCK, type Tx } from '../db/database.ts';
+
+/**
+ * The one reader of the outbox: the events feed, the socket streams and everything after them (webhooks,
+ * workflows) read through here.
+ *
+ * Order. Events are ordered by (txid, position): the writing transaction's id (xid8), then the insert order.
+ * txid is compared as xid8, never as text ("1000" sorts before "999" as text).
+ *
+ * The horizon. A transaction that is still running may commit events whose txid is lower than events
+ * already visible; a reader that moved its cursor past them would skip them for good. So a read hands out
+ * only events whose txid is below the horizon: the lowest txid that may still commit events. Only
+ * transactions that write events hold it back. Every such transaction takes a shared advisory lock
+ * (EVENT_WRITER_LOCK, keyed by its tenant) before it has a txid (`Database.withTenant(..., {eventWriter})`;
+ * a trigger refuses an event insert without it). The reader takes its snapshot first, then looks at
+ * pg_locks: a txid that the snapshot saw running is held back when its backend holds the writer lock, or
+ * when it has finished in between (it may have been a writer: the next read sees its events). A transaction
+ * that writes no events — a migration, a bulk import, another database's work, a client idle in a
+ * transaction — never delays delivery.
+ */
+
+export interface FeedPosition {
+  /** The writing transaction's id (xid8) in decimal. */
+  txid: string;
+  position: number;
+}
+
+export const FEED_START: FeedPosition = { txid: '0', position: 0 };
+
+export interface FeedRow extends FeedPosition {
+  id: string;
+  type: string;
+  tenant_id: string;
+  created_at: Date;
+  data: unknown;
+  conversation_id: string | null;
+  internal: boolean;
+  recipients: string[];
+  visitor_id: string | null;
+}
+
+export interface FeedPage {
+  /** In feed order, all below the horizon. */
+  rows: FeedRow[];
+  /** Committed events exist after these that a running writer still holds back: read again soon. */
+  heldBack: boolean;
+}
+
+export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenantId}) & 2147483647`;
+
+/** The lowest txid that may still commit events (of one tenant, or of any). Call after taking `snapshot`. */
+const horizon = (snapshot: string, tenantId: string | undefined) => sql<string>`(
+  select coalesce(min(x), pg_snapshot_xmax(${snapshot}::pg_snapshot))::text
+  from pg_snapshot_xip(${snapshot}::pg_snapshot) as x
+  where not exists (
+    select 1 from pg_locks t
+    where t.locktype = 'transactionid' and t.granted
+      and t.transactionid::text::bigint = x::text::bigint % 4294967296
+      and not exists (
+        select 1 from pg_locks w
+        where w.locktype = 'advisory' and w.pid = t.pid and w.classid = ${EVENT_WRITER_LOCK}::oid and w.objsubid = 2
+          and w.database = (select oid from pg_database where datname = current_database())
+          ${tenantId === undefined ? sql`` : sql`and w.objid = (${tenantLockKey(tenantId)})::oid`}
+      )
+  )
+)`;
+
+async function takeSnapshot(trx: Tx): Promise<string> {
+  const { rows } = await sql<{ snapshot: string }>`select pg_current_snapshot()::text as snapshot`.execute(trx);
+  return rows[0]!.snapshot;
+}
+
+/**
+ * Events after `after`, in feed order, at most `limit`, none that a running writer could still precede.
+ * With `upTo` (a position an earlier read reached), the events up to it: those were judged safe then.
+ * With a tenant, the transaction must run as that tenant (row-level security); without one (the system
+ * role), every tenant's.
+ */
+export async function readFeed(
+  trx: Tx,
+  options: { tenantId?: string; after: FeedPosition; upTo?: FeedPosition; limit: number },
+): Promise<FeedPage> {
+  const { after, upTo } = options;
+  const ready = upTo ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), options.tenantId)})::xid8`;
+  let query = trx
+    .selectFrom('events')
+    .select([
+      'id',
+      'type',
+      'tenant_id',
+      'created_at',
+      'data',
+      'conversation_id',
+      'internal',
+      'recipients',
+      'visitor_id',
+      'position',
+      sql<string>`events.txid::text`.as('txid_text'),
+      ready.as('ready'),
+    ])
+    .where(sql<boolean>`(events.txid, events.position) > (${after.txid}::xid8, ${after.position}::bigint)`);
+  if (options.tenantId !== undefined) query = query.where('tenant_id', '=', options.tenantId);
+  if (upTo) query = query.where(sql<boolean>`(events.txid, events.position) <= (${upTo.txid}::xid8, ${upTo.position}::bigint)`);
+  const rows = await query.orderBy(sql`events.txid`).orderBy(sql`events.position`).limit(options.limit).execute();
+  const page: FeedRow[] = [];
+  for (const { txid_text, ready: isReady, ...row } of rows) {
+    if (!isReady) break;
+    page.push({ ...row, txid: txid_text, position: Number(row.position) } as FeedRow);
+  }
+  return { rows: page, heldBack: page.length < rows.length };
+}
+
+/** The last position no running writer can precede: a new reader that starts here misses nothing after it. */
+export async function feedHead(trx: Tx, tenantId?: string): Promise<FeedPosition> {
+  const snapshot = await takeSnapshot(trx);
+  let query = trx
+    .selectFrom('events')
+    .select([sql<string>`events.txid::text`.as('txid_text'), 'position'])
+    .where(sql<boolean>`events.txid < (${horizon(snapshot, tenantId)})::xid8`);
+  if (tenantId !== undefined) query = query.where('tenant_id', '=', tenantId);
+  const row = await query.orderBy(sql`events.txid desc`).orderBy(sql`events.position desc`).limit(1).executeTakeFirst();
+  return row ? { txid: row.txid_text, position: Number(row.position) } : FEED_START;
+}
+
+/** Where an event sits in the feed (resume from it), or undefined when it is unknown or pruned. */
+export async function positionOfEvent(trx: Tx, eventId: string): Promise<FeedPosition | undefined> {
+  const row = await trx
+    .selectFrom('events')
+    .select([sql<string>`events.txid::text`.as('txid_text'), 'position'])
+    .where('id', '=', eventId)
+    .executeTakeFirst();
+  return row ? { txid: row.txid_text, position: Number(row.position) } : undefined;
+}
+
+export function compareFeedPositions(a: FeedPosition, b: FeedPosition): number {
+  const byTxid = BigInt(a.txid) - BigInt(b.txid);
+  if (byTxid !== 0n) return byTxid < 0n ? -1 : 1;
+  return a.position - b.position;
+}
