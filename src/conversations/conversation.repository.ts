@@ -171,3 +171,8 @@ export async function releaseConversationsOf(trx: Tx, userId: string, now: Date)
 export async function insertSurvey(trx: Tx, survey: { id: string; tenant_id: string; conversation_id: string; created_at: Date }) {
   await trx.insertInto('surveys').values(survey).execute();
 }
+
+/** The visitor of a conversation (typing signals go to them), or undefined when it is not in this tenant. */
+export async function findConversationVisitor(trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> {
+  return trx.selectFrom('conversations').select('visitor_id').where('id', '=', id).executeTakeFirst();
+}

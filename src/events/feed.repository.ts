@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { EVENT_WRITER_LOCK, type Tx } from '../db/database.ts';
+import type { EventPayloads, EventType } from './outbox.ts';
 
 /**
  * The one reader of the outbox: the events feed, the socket streams and everything after them (webhooks,
@@ -30,10 +31,11 @@ export const FEED_START: FeedPosition = { txid: '0', position: 0 };
 
 export interface FeedRow extends FeedPosition {
   id: string;
-  type: string;
+  type: EventType;
   tenant_id: string;
   created_at: Date;
-  data: unknown;
+  /** As writeEvent stored it for `type` (the outbox is written only through writeEvent). */
+  data: EventPayloads[EventType];
   conversation_id: string | null;
   internal: boolean;
   recipients: string[];

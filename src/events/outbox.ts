@@ -6,7 +6,7 @@ import type { EventBus } from './bus.ts';
 
 type S = components['schemas'];
 
-/** Each event type and the payload the contract gives it: a payload it does not describe does not compile. */
+/** Each stored event type and the payload the contract gives it: a payload it does not describe does not compile. */
 export interface EventPayloads {
   'conversation.created': S['ConversationCreatedData'];
   'conversation.updated': S['ConversationUpdatedData'];
@@ -18,7 +18,24 @@ export interface EventPayloads {
   'message.read': S['MessageReadData'];
   'csat.submitted': S['CsatSubmittedData'];
 }
-export type EventType = keyof EventPayloads & S['EventType'];
+
+/** Live signals: delivered to sockets, never stored, no id (openapi/events.asyncapi.yaml, LiveSignal). */
+export interface LivePayloads {
+  'presence.updated': S['PresenceUpdatedData'];
+  typing: S['TypingData'];
+  'visitor.online': S['VisitorPresenceData'];
+  'visitor.offline': S['VisitorPresenceData'];
+}
+
+export type EventType = keyof EventPayloads;
+export type LiveSignalType = keyof LivePayloads;
+
+// Every event type of the contract is either stored or live, and nothing else: a type added to the contract
+// without a payload here, or a payload for a type the contract lacks, fails to compile.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Holds<T extends true> = T;
+export type ContractEventTypesCovered = Holds<Same<EventType | LiveSignalType, S['EventType']>>;
+export type StoredAndLiveDisjoint = Holds<Same<EventType & LiveSignalType, never>>;
 
 export interface EventEnvelope<T extends EventType = EventType> {
   id: string;

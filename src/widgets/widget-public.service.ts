@@ -9,6 +9,7 @@ import type { Database, Tx } from '../db/database.ts';
 import type { Message } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
+import { messageForVisitor } from '../events/visitor-view.ts';
 import type { VisitorPrincipal } from '../http/access.ts';
 import * as messageRepo from '../messages/message.repository.ts';
 import { appendMessage, conversationClosed, toMessageDto } from '../messages/message.service.ts';
@@ -33,11 +34,8 @@ function hashMatches(secret: string, email: string, given: string): boolean {
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-// What a visitor sees of a message: no internal notes (filtered out before), and no member named.
-const forVisitor = (m: Message): S['Message'] => {
-  const dto = toMessageDto(m);
-  return dto.sender_type === 'visitor' ? dto : { ...dto, sender_id: null };
-};
+// Internal notes are filtered out before; the view hides who answered.
+const forVisitor = (m: Message): S['Message'] => messageForVisitor(toMessageDto(m));
 
 export class WidgetPublicService {
   readonly #database: Database;

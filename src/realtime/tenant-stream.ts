@@ -1,0 +1,152 @@
+import type { Database } from '../db/database.ts';
+import { type FeedPage, type FeedPosition, type FeedRow, feedHead, positionOfEvent, readFeed } from '../events/feed.repository.ts';
+import { type Connection, deliverOrBuffer, flushBacklog, send } from './connection.ts';
+import { frameFor } from './views.ts';
+
+const BATCH = 500;
+/** Committed events held back by an event writer still running: how soon to look again. */
+const HELD_BACK_RETRY_MS = 25;
+const ERROR_RETRY_MS = 250;
+
+export interface StreamContext {
+  database: Database;
+  maxBufferedBytes: number;
+  retentionMs: number;
+  logError(err: unknown, tenantId: string): void;
+}
+
+const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: FeedPosition): Promise<FeedPage> =>
+  ctx.database.withTenant(tenantId, (trx) => readFeed(trx, { tenantId, after, ...(upTo ? { upTo } : {}), limit: BATCH }));
+
+/** Delivers a batch to sockets: each event serialised once per view. */
+function deliver(ctx: StreamContext, connections: Iterable<Connection>, rows: FeedRow[]): void {
+  for (const row of rows) {
+    const views = new Map<string, string | null>();
+    for (const conn of connections) {
+      const frame = frameFor(conn, row, views);
+      if (frame) deliverOrBuffer(conn, frame, ctx.maxBufferedBytes);
+    }
+  }
+}
+
+/**
+ * One tenant's connected sockets and its position in the outbox. When told the tenant has news, it reads
+ * the feed from its position and fans each event out; resuming sockets replay from the feed.
+ */
+export class TenantStream {
+  readonly tenantId: string;
+  readonly connections = new Set<Connection>();
+  readonly #ctx: StreamContext;
+  #cursor: FeedPosition | undefined;
+  #starting: Promise<void> | undefined;
+  #running = false;
+  #again = false;
+  #retry: NodeJS.Timeout | undefined;
+
+  constructor(tenantId: string, ctx: StreamContext) {
+    this.tenantId = tenantId;
+    this.#ctx = ctx;
+  }
+
+  get empty(): boolean {
+    return this.connections.size === 0;
+  }
+
+  /** Adds the socket and answers the stream's position: everything after it reaches the socket live. */
+  async join(conn: Connection): Promise<FeedPosition> {
+    this.#starting ??= this.#ctx.database
+      .withTenant(this.tenantId, (trx) => feedHead(trx, this.tenantId))
+      .then((head) => {
+        this.#cursor = head;
+        // News that arrived while the head was read was not pumped: look once now.
+        queueMicrotask(() => this.wake());
+      });
+    try {
+      await this.#starting;
+    } catch (err) {
+      // The next socket tries again.
+      this.#starting = undefined;
+      throw err;
+    }
+    this.connections.add(conn);
+    return { ...this.#cursor! };
+  }
+
+  leave(conn: Connection): void {
+    this.connections.delete(conn);
+    if (this.empty) clearTimeout(this.#retry);
+  }
+
+  wake(): void {
+    if (!this.#cursor) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    void this.#pump();
+  }
+
+  /**
+   * Everything after the client's last event up to the position the stream had when the socket joined;
+   * what the stream delivered since waits in the socket's backlog and follows, so nothing is missed or
+   * repeated. Unknown or pruned events answer resync_required.
+   */
+  async replay(conn: Connection, lastEventId: string, upTo: FeedPosition): Promise<void> {
+    const { database, maxBufferedBytes } = this.#ctx;
+    try {
+      const from = await database.withTenant(this.tenantId, (trx) => positionOfEvent(trx, lastEventId));
+      if (!from) {
+        const reason = pastRetention(lastEventId, this.#ctx.retentionMs) ? 'past_retention' : 'unknown_event';
+        send(conn, JSON.stringify({ type: 'resync_required', reason }), maxBufferedBytes);
+        return;
+      }
+      let after = from;
+      for (;;) {
+        // Everything up to upTo was below the horizon when the stream reached it: nothing is held back.
+        const { rows } = await read(this.#ctx, this.tenantId, after, upTo);
+        for (const row of rows) {
+          const frame = frameFor(conn, row, new Map());
+          if (frame) send(conn, frame, maxBufferedBytes);
+        }
+        if (rows.length < BATCH) break;
+        after = rows[rows.length - 1]!;
+      }
+    } finally {
+      flushBacklog(conn, maxBufferedBytes);
+    }
+  }
+
+  async #pump(): Promise<void> {
+    this.#running = true;
+    try {
+      do {
+        this.#again = false;
+        const { rows, heldBack } = await read(this.#ctx, this.tenantId, this.#cursor!);
+        if (rows.length > 0) {
+          deliver(this.#ctx, this.connections, rows);
+          const last = rows[rows.length - 1]!;
+          this.#cursor = { txid: last.txid, position: last.position };
+        }
+        if (rows.length === BATCH) this.#again = true;
+        if (heldBack && !this.empty) this.#retryIn(HELD_BACK_RETRY_MS);
+      } while (this.#again && !this.empty);
+    } catch (err) {
+      this.#ctx.logError(err, this.tenantId);
+      if (!this.empty) this.#retryIn(ERROR_RETRY_MS);
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  #retryIn(ms: number): void {
+    clearTimeout(this.#retry);
+    this.#retry = setTimeout(() => this.wake(), ms);
+  }
+}
+
+/** Event ids are UUIDv7: their first 48 bits are the creation time in milliseconds. */
+function pastRetention(eventId: string, retentionMs: number): boolean {
+  const hex = /^evt_([0-9a-f]{8})-([0-9a-f]{4})/.exec(eventId);
+  if (!hex) return false;
+  return Date.now() - Number.parseInt(hex[1]! + hex[2]!, 16) > retentionMs;
+}

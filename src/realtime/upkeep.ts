@@ -1,0 +1,78 @@
+import type { Logger } from 'pino';
+import type { Database } from '../db/database.ts';
+import { touchVisitors } from '../visitors/visitor.repository.ts';
+import { checkMember, type CredentialDeps } from './credentials.ts';
+import { CLOSE, type Connection, subjectOf } from './connection.ts';
+import type { ConnectionStatus, PresenceTracker } from './presence-tracker.ts';
+
+export interface UpkeepContext {
+  database: Database;
+  presence: PresenceTracker;
+  findSession: CredentialDeps['findSession'];
+  logger: Logger;
+}
+
+/** setTimeout's limit: a longer delay overflows and fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Closes the socket when its credential expires; credentials that outlive a timer are checked at heartbeats. */
+export function armExpiry(conn: Connection): void {
+  const untilExpiry = conn.expiresAt ? conn.expiresAt - Date.now() : undefined;
+  if (untilExpiry !== undefined && untilExpiry <= MAX_TIMER_MS) {
+    conn.expiryTimer = setTimeout(() => conn.ws.close(CLOSE.credentials, 'credential expired'), Math.max(0, untilExpiry));
+  }
+}
+
+// A visitor with a live widget socket counts as on the site: their last_seen_at stays within the minute.
+export async function markVisitorsSeen(ctx: UpkeepContext, connections: Iterable<Connection>): Promise<void> {
+  const byTenant = new Map<string, string[]>();
+  for (const c of connections) {
+    if (c.audience.kind === 'visitor') byTenant.set(c.tenantId, [...(byTenant.get(c.tenantId) ?? []), c.audience.visitorId]);
+  }
+  const now = new Date();
+  for (const [tenantId, visitorIds] of byTenant) {
+    await ctx.database
+      .withTenant(tenantId, (trx) => touchVisitors(trx, visitorIds, now))
+      .catch((err) => ctx.logger.error({ err }, 'visitor last_seen update failed'));
+  }
+}
+
+/**
+ * Every heartbeat: drops sockets that did not answer the last ping or whose credential expired, pings the
+ * rest, keeps presence and visitors fresh, and closes the sockets of logins that ended since they connected.
+ */
+export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Connection>): Promise<void> {
+  const refresh: { tenantId: string; subject: string; connectionId: string; status: ConnectionStatus }[] = [];
+  const sessions = new Map<string, Connection[]>();
+  for (const conn of connections) {
+    if (!conn.alive) {
+      conn.ws.terminate();
+      continue;
+    }
+    if (conn.expiresAt !== undefined && conn.expiresAt <= Date.now()) {
+      conn.ws.close(CLOSE.credentials, 'credential expired');
+      continue;
+    }
+    conn.alive = false;
+    conn.ws.ping();
+    const subject = subjectOf(conn);
+    if (subject !== undefined) refresh.push({ tenantId: conn.tenantId, subject, connectionId: conn.id, status: conn.status });
+    if (conn.audience.kind === 'member') {
+      const key = `${conn.tenantId}|${conn.audience.userId}|${conn.audience.sessionId}`;
+      sessions.set(key, [...(sessions.get(key) ?? []), conn]);
+    }
+  }
+  await ctx.presence.refresh(refresh).catch((err) => ctx.logger.error({ err }, 'presence refresh failed'));
+  await markVisitorsSeen(ctx, connections);
+  for (const [key, conns] of sessions) {
+    const [tenantId, userId, sessionId] = key.split('|') as [string, string, string];
+    try {
+      await checkMember(ctx, tenantId, userId, sessionId);
+    } catch (err) {
+      // Only a definite answer closes sockets; a database that is away is not a revocation.
+      if ((err as { code?: string }).code === 'ERR_UNAUTHENTICATED' || (err as { code?: string }).code === 'ERR_FORBIDDEN') {
+        for (const c of conns) c.ws.close(CLOSE.credentials, 'credential revoked');
+      }
+    }
+  }
+}

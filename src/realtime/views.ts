@@ -1,0 +1,24 @@
+import type { FeedRow } from '../events/feed.repository.ts';
+import { VISITOR_EVENT_TYPES, eventDataForVisitor } from '../events/visitor-view.ts';
+import type { Connection } from './connection.ts';
+
+/** The envelope of a stored event, exactly as on the events feed. */
+export const envelopeOf = (row: FeedRow, data: unknown): string =>
+  JSON.stringify({ id: row.id, type: row.type, tenant_id: row.tenant_id, created_at: row.created_at.toISOString(), data });
+
+/**
+ * The frame a connection gets for a stored event, or null when the event is not for it. Each view (member
+ * or visitor) is serialised once per event: `views` carries them across the connections of one delivery.
+ */
+export function frameFor(conn: Connection, row: FeedRow, views: Map<string, string | null>): string | null {
+  if (conn.audience.kind === 'visitor') {
+    if (row.visitor_id !== conn.audience.visitorId || row.internal || !VISITOR_EVENT_TYPES.has(row.type)) return null;
+  }
+  const key = conn.audience.kind === 'visitor' ? 'visitor' : 'member';
+  let frame = views.get(key);
+  if (frame === undefined) {
+    frame = envelopeOf(row, key === 'visitor' ? eventDataForVisitor(row.data) : row.data);
+    views.set(key, frame);
+  }
+  return frame;
+}
