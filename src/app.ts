@@ -47,7 +47,9 @@ import { TenantService } from './tenants/tenant.service.ts';
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface AppDeps {
-  config: Pick<Config, 'validateResponses' | 'appUrl' | 'rateLimits' | 'trustProxy' | 'requireHttps'>;
+  config: Pick<Config, 'validateResponses' | 'appUrl' | 'rateLimits' | 'trustProxy' | 'requireHttps'> & {
+    retention?: Pick<Config['retention'], 'idempotencyKeyMs'>;
+  };
   logger: Logger;
   database: Database;
   tokens: TokenService;
@@ -80,7 +82,7 @@ export function createServices(deps: AppDeps) {
     departments: new DepartmentService(database),
     apiKeys: new ApiKeyService(database),
     conversations: new ConversationService({ database, bus, presence }),
-    messages: new MessageService({ database, bus }),
+    messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
     visitors: new VisitorService(database),

@@ -14,6 +14,10 @@ const positiveInt = (min: number, max: number) =>
     return n;
   });
 
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
 export class ConfigError extends Error {
   readonly problems: Record<string, string>;
   constructor(problems: Record<string, string>) {
@@ -58,6 +62,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       REQUIRE_HTTPS: bool({ default: undefined, desc: 'refuse plain HTTP; defaults to true in production' }),
       TLS_CERT_FILE: str({ default: undefined }),
       TLS_KEY_FILE: str({ default: undefined }),
+      RETENTION_INTERVAL_MINUTES: positiveInt(1, 10_080)({ default: 60, desc: 'how often each retention job runs' }),
+      IDEMPOTENCY_KEY_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'an Idempotency-Key replays this long, then is deleted' }),
+      REFRESH_TOKEN_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'expired or revoked refresh tokens are deleted this long after' }),
+      MAIL_TOKEN_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'used or expired mail tokens are deleted this long after' }),
+      PAGE_VIEW_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'page views are deleted this long after' }),
+      EVENT_RETENTION_DAYS: positiveInt(1, 3650)({ default: 7, desc: 'events are deleted this long after' }),
     },
     {
       reporter: ({ errors }) => {
@@ -102,6 +112,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     requireHttps: e.REQUIRE_HTTPS ?? e.NODE_ENV === 'production',
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
+    retention: {
+      intervalMs: e.RETENTION_INTERVAL_MINUTES * MINUTE,
+      idempotencyKeyMs: e.IDEMPOTENCY_KEY_RETENTION_HOURS * HOUR,
+      refreshTokenMs: e.REFRESH_TOKEN_RETENTION_HOURS * HOUR,
+      mailTokenMs: e.MAIL_TOKEN_RETENTION_HOURS * HOUR,
+      pageViewMs: e.PAGE_VIEW_RETENTION_DAYS * DAY,
+      eventMs: e.EVENT_RETENTION_DAYS * DAY,
+    },
   };
 }
 

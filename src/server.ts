@@ -14,6 +14,8 @@ import { TokenService } from './auth/tokens.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { Scheduler } from './jobs/scheduler.ts';
+import { retentionJobs } from './retention/retention.jobs.ts';
 import { redisStoreFactory } from './http/rate-limit.ts';
 import { createMailer } from './mail/mailer.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
@@ -21,6 +23,7 @@ import { resolveJwtSecret } from './shared/secrets.ts';
 export interface RunningService {
   server: Server;
   gateway: RealtimeGateway;
+  scheduler: Scheduler;
   url: string;
   stop(): Promise<void>;
 }
@@ -79,8 +82,13 @@ export async function startService(config: Config): Promise<RunningService> {
     findApiKey: (key) => services.apiKeys.authenticate(key),
     authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger,
+    // Resume answers past_retention for an event older than the retention job keeps.
+    options: { retentionMs: config.retention.eventMs },
   });
   gateway.attach(server);
+  // Periodic work, each job run by one instance at a time; later jobs (webhook retries, ...) join here.
+  const scheduler = new Scheduler({ database, logger, jobs: retentionJobs(config.retention) });
+  scheduler.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -90,6 +98,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('shutting down');
+      await scheduler.stop();
       await gateway.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
       // A keep-alive connection whose last response just finished turns idle after close() was called,
@@ -107,7 +116,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await database.close();
       logger.info('stopped');
     })());
-  return { server, gateway, url, stop };
+  return { server, gateway, scheduler, url, stop };
 }
 
 async function main(): Promise<void> {

@@ -69,6 +69,7 @@ export interface DB {
   widgets: WidgetsTable;
   widget_domains: WidgetDomainsTable;
   page_views: PageViewsTable;
+  scheduled_jobs: ScheduledJobsTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -226,7 +227,8 @@ export interface IdempotencyKeysTable {
   request_hash: Uint8Array;
   response_status: number;
   response_body: ColumnType<unknown, string, string>;
-  created_at: CreatedAt;
+  // Updated when a key past its retention is taken over afresh.
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export interface EventsTable {
@@ -280,3 +282,15 @@ export interface PageViewsTable {
 
 export type Widget = Selectable<WidgetsTable>;
 export type WidgetDomain = Selectable<WidgetDomainsTable>;
+
+/** One periodic job shared by every instance (src/jobs/scheduler.ts). */
+export interface ScheduledJobsTable {
+  name: string;
+  next_run_at: ColumnType<Date, Date | string, Date | string>;
+  locked_until: Date | null;
+  lock_token: string | null;
+  last_started_at: Date | null;
+  last_finished_at: Date | null;
+  last_error: string | null;
+  created_at: CreatedAt;
+}

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { dbAgo } from '../db/clock.ts';
 import type { Tx } from '../db/database.ts';
 import type { Insertable } from 'kysely';
 import type { MessagesTable } from '../db/schema.ts';
@@ -55,16 +56,26 @@ export async function upsertReadMark(trx: Tx, mark: { tenant_id: string; convers
 
 /**
  * Claims an idempotency key for this caller. If another request holds it, waits for that one to commit
- * (the primary key's lock), then answers what it stored. undefined: the key is ours.
+ * (the primary key's lock), then answers what it stored. undefined: the key is ours. A key older than
+ * retentionMs is taken over afresh, as if it were new, even before the retention job deletes it.
  */
-export async function claimIdempotencyKey(trx: Tx, row: { tenant_id: string; caller_id: string; key: string; request_hash: Uint8Array }) {
-  const inserted = await trx
+export async function claimIdempotencyKey(
+  trx: Tx,
+  row: { tenant_id: string; caller_id: string; key: string; request_hash: Uint8Array },
+  retentionMs: number,
+) {
+  const claimed = await trx
     .insertInto('idempotency_keys')
     .values({ ...row, response_status: 0, response_body: '{}' })
-    .onConflict((oc) => oc.columns(['tenant_id', 'caller_id', 'key']).doNothing())
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'caller_id', 'key'])
+        .doUpdateSet({ request_hash: row.request_hash, response_status: 0, response_body: '{}', created_at: sql<Date>`now()` })
+        .where('idempotency_keys.created_at', '<', dbAgo(retentionMs)),
+    )
     .returning('key')
     .executeTakeFirst();
-  if (inserted) return undefined;
+  if (claimed) return undefined;
   return trx
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'response_status', 'response_body'])

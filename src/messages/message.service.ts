@@ -71,13 +71,19 @@ export interface SendResult {
   replayed: boolean;
 }
 
+/** How long an Idempotency-Key replays its first answer (IDEMPOTENCY_KEY_RETENTION_HOURS); Stripe's too. */
+export const DEFAULT_IDEMPOTENCY_KEY_RETENTION_MS = 24 * 3600 * 1000;
+
 export class MessageService {
   readonly #database: Database;
   readonly #bus: EventBus;
 
-  constructor(deps: { database: Database; bus: EventBus }) {
+  readonly #idempotencyKeyRetentionMs: number;
+
+  constructor(deps: { database: Database; bus: EventBus; idempotencyKeyRetentionMs?: number | undefined }) {
     this.#database = deps.database;
     this.#bus = deps.bus;
+    this.#idempotencyKeyRetentionMs = deps.idempotencyKeyRetentionMs ?? DEFAULT_IDEMPOTENCY_KEY_RETENTION_MS;
   }
 
   async send(principal: Principal, input: S['MessageCreate'], idempotencyKey?: string): Promise<SendResult> {
@@ -86,7 +92,7 @@ export class MessageService {
     return inTenantTransaction(this.#database, this.#bus, principal.tenantId, async (trx, emit) => {
       if (keyRow) {
         const requestHash = createHash('sha256').update(JSON.stringify(input)).digest();
-        const earlier = await repo.claimIdempotencyKey(trx, { ...keyRow, request_hash: requestHash });
+        const earlier = await repo.claimIdempotencyKey(trx, { ...keyRow, request_hash: requestHash }, this.#idempotencyKeyRetentionMs);
         if (earlier) {
           if (!Buffer.from(earlier.request_hash).equals(requestHash)) {
             throw new AppError('ERR_IDEMPOTENCY_MISMATCH', 'This Idempotency-Key was used with a different request body');

@@ -1,0 +1,88 @@
+import type { Tx } from '../db/database.ts';
+import { dbAgo } from '../db/clock.ts';
+
+// Each function deletes at most `limit` of its table's rows past retention and answers how many it
+// deleted; the job calls it again until a batch comes back short. The age test is repeated on the
+// DELETE itself: a row changed between the inner SELECT and the DELETE (an idempotency key taken over
+// afresh) is rechecked against it and kept.
+
+export async function deleteOldIdempotencyKeys(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('idempotency_keys')
+    .where('created_at', '<', cutoff)
+    .where((eb) =>
+      eb(
+        eb.refTuple('tenant_id', 'caller_id', 'key'),
+        'in',
+        eb
+          .selectFrom('idempotency_keys as old')
+          .select(['old.tenant_id', 'old.caller_id', 'old.key'])
+          .where('old.created_at', '<', cutoff)
+          .limit(limit)
+          .$asTuple('tenant_id', 'caller_id', 'key'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/**
+ * Refresh tokens that can no longer matter: expired, or revoked, for longer than the grace. A used
+ * (rotated) token of a live login is kept until it expires: presenting it again is how a theft is
+ * detected and the login revoked, however long after its use that happens. An expired or revoked token
+ * is refused without revoking anything, exactly as an unknown one is, and a login whose tokens are all
+ * revoked or expired is ended either way, so deleting them changes no answer.
+ */
+export async function deleteDeadRefreshTokens(trx: Tx, graceMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(graceMs);
+  const result = await trx
+    .deleteFrom('refresh_tokens')
+    .where((eb) => eb.or([eb('expires_at', '<', cutoff), eb('revoked_at', '<', cutoff)]))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('refresh_tokens as dead')
+        .select('dead.id')
+        .where((w) => w.or([w('dead.expires_at', '<', cutoff), w('dead.revoked_at', '<', cutoff)]))
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Mail tokens used or expired for longer than retention: neither can be used again. */
+export async function deleteDeadMailTokens(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('mail_tokens')
+    .where((eb) => eb.or([eb('expires_at', '<', cutoff), eb('used_at', '<', cutoff)]))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('mail_tokens as dead')
+        .select('dead.id')
+        .where((w) => w.or([w('dead.expires_at', '<', cutoff), w('dead.used_at', '<', cutoff)]))
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+export async function deleteOldPageViews(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('page_views')
+    .where('viewed_at', '<', cutoff)
+    .where('id', 'in', (eb) => eb.selectFrom('page_views as old').select('old.id').where('old.viewed_at', '<', cutoff).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+export async function deleteOldEvents(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('events')
+    .where('created_at', '<', cutoff)
+    .where('position', 'in', (eb) => eb.selectFrom('events as old').select('old.position').where('old.created_at', '<', cutoff).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
