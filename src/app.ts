@@ -33,14 +33,16 @@ import { messageHandlers } from './messages/message.handlers.ts';
 import { MessageService } from './messages/message.service.ts';
 import { everyoneOffline, type PresenceStore } from './presence/presence.ts';
 import { TeamService } from './team/team.service.ts';
-import { eventHandlers, teamHandlers, visitorHandlers } from './visitors/visitor.handlers.ts';
+import { visitorHandlers } from './visitors/visitor.handlers.ts';
+import { teamHandlers } from './team/team.handlers.ts';
+import { eventHandlers } from './events/event.handlers.ts';
+import { ticketHandlers } from './realtime/ticket.handlers.ts';
 import { VisitorService } from './visitors/visitor.service.ts';
 import { widgetHandlers } from './widgets/widget.handlers.ts';
 import { widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
 import { WidgetPublicService } from './widgets/widget-public.service.ts';
 import { WidgetService } from './widgets/widget.service.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
-import { requireUser } from './shared/principal.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 
@@ -119,11 +121,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...eventHandlers(services.events),
     ...widgetHandlers(services.widgets),
     ...widgetPublicHandlers(services.widgetPublic),
-    createWsTicket: async ({ principal }) => {
-      const user = requireUser(principal);
-      const { ticket, expiresAt } = await services.tickets.issue({ userId: user.userId, tenantId: user.tenantId, sessionId: user.sessionId });
-      return { status: 201, body: { ticket, expires_at: expiresAt.toISOString() } };
-    },
+    ...ticketHandlers(services.tickets),
     ...options.handlers,
   };
   const access: AccessDeps = {
@@ -139,7 +137,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.use(requestLogger(deps.logger));
   if (deps.config.requireHttps) app.use(requireHttps());
   app.use(contract.basePath, contractDocsRouter(contract));
-  app.use(`${contract.basePath}/v1/widget`, widgetPreflight(deps.database));
+  app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
   app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters]));

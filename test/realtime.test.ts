@@ -11,7 +11,6 @@ import { type Client, connect, contractErrors, EVENT_TYPES, type RealtimeServer,
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const isEvent = (type: string) => (f: Record<string, any>) => f.type === type;
-const settle = () => new Promise((r) => setTimeout(r, 150));
 
 describe('realtime gateway', function () {
   this.timeout(30_000);
@@ -152,7 +151,7 @@ describe('realtime gateway', function () {
       await socketB.next((f) => f.type === 'message.created');
       const convA = await createConversation(a, {}, a.owner.accessToken, rt.app);
       await socketA.next((f) => f.type === 'conversation.created' && f.data.conversation_id === convA.id);
-      await settle();
+      await rt.gateway.caughtUp(a.tenantId);
       expect(socketA.frames.filter((f) => f.tenant_id).every((f) => f.tenant_id === a.tenantId)).to.equal(true);
       expect(JSON.stringify(socketA.frames)).not.to.contain(convB.id).and.not.to.contain('secret of B');
     });
@@ -173,7 +172,8 @@ describe('realtime gateway', function () {
       const reply = await visitor.next((f) => f.type === 'message.created' && f.data.message.content === 'Hi, I can help');
       expect(reply.data.message).to.include({ sender_type: 'user', sender_id: null });
       expect(contractErrors(reply)).to.deep.equal([]);
-      await settle();
+      // Everything written before the reply reached the visitor's socket before it (one stream, in order).
+      await rt.gateway.caughtUp(t.tenantId);
       const text = JSON.stringify(visitor.frames);
       expect(text).not.to.contain('psst internal').and.not.to.contain('hand-over note').and.not.to.contain('not for you');
       expect(text).not.to.contain(agent.userId).and.not.to.contain(t.owner.userId).and.not.to.contain(foreign.id);
@@ -267,7 +267,8 @@ describe('realtime gateway', function () {
       const stored = () => socket.frames.filter((f) => f.id && f.type !== 'presence.updated').map((f) => f.type);
       try {
         await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'nudge' }).expect(201);
-        await settle();
+        // The stream has read since the nudge committed, and held everything back.
+        await rt.gateway.caughtUp(t.tenantId);
         expect(stored()).to.deep.equal([]);
       } finally {
         // An open transaction holds back every reader of the outbox: never leave it open.
@@ -326,7 +327,10 @@ describe('realtime gateway', function () {
       expect(seenByColleague.data).to.deep.equal({ conversation_id: conv.id, sender_type: 'user', sender_id: t.owner.userId, is_typing: true });
       const seenByVisitor = await visitor.next(isEvent('typing'));
       expect(seenByVisitor.data).to.deep.equal({ conversation_id: conv.id, sender_type: 'user', is_typing: true });
-      await settle();
+      // The signal went to every socket at once; a pong after it on the typist's socket comes after anything sent to it.
+      const before = typist.frames.length;
+      typist.ws.send(JSON.stringify({ type: 'ping' }));
+      await typist.next(isEvent('pong'), before);
       expect(typist.frames.some((f) => f.type === 'typing')).to.equal(false);
       const feed = await request(rt.app).get('/api/v1/events?limit=100').set(bearer(t.owner.accessToken)).expect(200);
       expect(feed.body.data.some((e: { type: string }) => e.type === 'typing')).to.equal(false);
@@ -382,8 +386,11 @@ describe('realtime gateway', function () {
       const t = await createTenant();
       const deaf = await open(tight.wsUrl, bearer(t.owner.accessToken), { autoPong: false });
       const healthy = await open(tight.wsUrl, bearer(t.owner.accessToken));
+      let pings = 0;
+      const threeMorePings = new Promise<void>((resolve) => healthy.ws.on('ping', () => ++pings === 3 && resolve()));
       expect((await deaf.closed).code).to.equal(1006);
-      await new Promise((r) => setTimeout(r, 300));
+      // Three more heartbeats, each of which would have dropped a socket that did not answer.
+      await threeMorePings;
       expect(healthy.ws.readyState).to.equal(healthy.ws.OPEN);
     });
 
@@ -397,8 +404,9 @@ describe('realtime gateway', function () {
       for (let i = 0; i < 80; i++) {
         await request(tight.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'x'.repeat(5000) }).expect(201);
       }
+      // The server closes it (4008) and, since it reads nothing, terminates it: wait for the count to drop.
       const deadline = Date.now() + 5000;
-      while (tight.gateway.connectionCount >= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (tight.gateway.connectionCount >= before && Date.now() < deadline) await new Promise((r) => setImmediate(r));
       expect(tight.gateway.connectionCount).to.be.lessThan(before);
     });
   });

@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../db/errors.ts';
 import type { MailTokenPurpose, User } from '../db/schema.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { passwordResetMail, verificationMail } from '../mail/templates.ts';
-import { AppError, conflict, forbidden, unauthenticated } from '../shared/errors.ts';
+import { AppError, conflict, forbidden, invalidInput, unauthenticated } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { invalidTimeZone, isValidTimeZone } from '../shared/timezones.ts';
 import * as tenantRepo from '../tenants/tenant.repository.ts';
@@ -174,10 +174,10 @@ export class AuthService {
       if (!user || !row.tenant_id) throw invalidMailToken();
       if (!user.password_hash) {
         const missing = [
-          ...(input.name ? [] : [{ path: '/body/name', message: 'is required for a person without an account' }]),
-          ...(passwordHash ? [] : [{ path: '/body/password', message: 'is required for a person without an account' }]),
+          ...(input.name ? [] : [{ field: 'name', message: 'is required for a person without an account' }]),
+          ...(passwordHash ? [] : [{ field: 'password', message: 'is required for a person without an account' }]),
         ];
-        if (missing.length > 0) throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', { fieldErrors: missing });
+        if (missing.length > 0) throw invalidInput(...missing);
       }
       await repo.updateUser(trx, user.id, {
         ...(!user.password_hash && passwordHash ? { password_hash: passwordHash } : {}),

@@ -2,10 +2,10 @@ import type { components } from '../../generated/api.ts';
 import type { Database } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { CannedResponse } from '../db/schema.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { pageOf } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, pageOf } from '../shared/pagination.ts';
 import * as repo from './canned-response.repository.ts';
 
 type S = components['schemas'];
@@ -33,7 +33,7 @@ export class CannedResponseService {
   }
 
   async list(principal: Principal, query: { q?: string; limit?: number; offset?: number }): Promise<S['CannedResponseList']> {
-    const page = { limit: query.limit ?? 20, offset: query.offset ?? 0 };
+    const page = { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
     const { rows, total } = await this.#database.withTenant(principal.tenantId, (trx) =>
       repo.listCannedResponses(trx, query.q ? { q: query.q } : {}, page),
     );

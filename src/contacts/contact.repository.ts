@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { newId } from '../shared/ids.ts';
 import { cappedCount } from '../db/paginate.ts';
 
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -54,4 +55,17 @@ export async function updateContact(
 
 export async function deleteContact(trx: Tx, id: string): Promise<boolean> {
   return (await trx.deleteFrom('contacts').where('id', '=', id).executeTakeFirst()).numDeletedRows === 1n;
+}
+
+/** The contact with this e-mail (any case), created if missing; concurrent first sessions agree on one. */
+export async function findOrCreateContactByEmail(trx: Tx, tenantId: string, email: string, name: string | undefined, now: Date): Promise<string> {
+  const byEmail = () => trx.selectFrom('contacts').select('id').where(sql<string>`lower(email)`, '=', email.toLowerCase());
+  const existing = await byEmail().executeTakeFirst();
+  if (existing) return existing.id;
+  await trx
+    .insertInto('contacts')
+    .values({ id: newId('contact'), tenant_id: tenantId, email, name: name ?? null, custom_attributes: '{}', created_at: now, updated_at: now })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  return (await byEmail().executeTakeFirstOrThrow()).id;
 }

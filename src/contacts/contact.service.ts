@@ -2,12 +2,12 @@ import type { components } from '../../generated/api.ts';
 import type { Database } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Contact } from '../db/schema.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { mergePatch } from '../shared/merge.ts';
-import { keysetPageOf } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, keysetPageOf } from '../shared/pagination.ts';
 import * as repo from './contact.repository.ts';
 
 type S = components['schemas'];
@@ -37,7 +37,7 @@ export class ContactService {
   }
 
   async list(principal: Principal, query: { q?: string; limit?: number; cursor?: string }): Promise<S['ContactList']> {
-    const limit = query.limit ?? 20;
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const after = query.cursor ? decodeCursor(query.cursor) : undefined;
     const { rows, hasMore, total, estimated } = await this.#database.withTenant(principal.tenantId, (trx) =>
       repo.listContacts(trx, query.q ? { q: query.q } : {}, { limit, ...(after ? { after } : {}) }),

@@ -176,3 +176,56 @@ export async function insertSurvey(trx: Tx, survey: { id: string; tenant_id: str
 export async function findConversationVisitor(trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> {
   return trx.selectFrom('conversations').select('visitor_id').where('id', '=', id).executeTakeFirst();
 }
+
+/** The latest survey of a conversation, as the visitor's widget shows it. */
+const surveyState = () =>
+  sql<{ id: string; status: 'pending' | 'answered'; rating: number | null; comment: string | null; answered_at: string | null } | null>`(
+    select json_build_object('id', s.id, 'status', s.status, 'rating', s.rating, 'comment', s.comment, 'answered_at', s.answered_at)
+    from surveys s where s.conversation_id = conversations.id order by s.created_at desc, s.id desc limit 1
+  )`.as('survey');
+
+export type VisitorConversationRow = NonNullable<Awaited<ReturnType<typeof findVisitorConversation>>>;
+
+/** A conversation of this visitor, or undefined (whoever else it belongs to). */
+export async function findVisitorConversation(trx: Tx, id: string, visitorId: string) {
+  return trx
+    .selectFrom('conversations')
+    .select(['id', 'status', 'last_message', 'last_message_at', 'created_at'])
+    .select(surveyState)
+    .where('id', '=', id)
+    .where('visitor_id', '=', visitorId)
+    .executeTakeFirst();
+}
+
+export async function listVisitorConversations(trx: Tx, visitorId: string, limit: number) {
+  return trx
+    .selectFrom('conversations')
+    .select(['id', 'status', 'last_message', 'last_message_at', 'created_at'])
+    .select(surveyState)
+    .where('visitor_id', '=', visitorId)
+    .orderBy('last_activity_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** The conversation's latest survey, locked: one answer wins. */
+export async function lockLatestSurvey(trx: Tx, conversationId: string) {
+  return trx
+    .selectFrom('surveys')
+    .selectAll()
+    .where('conversation_id', '=', conversationId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function recordSurveyAnswer(trx: Tx, surveyId: string, answer: { rating: number; comment: string | null; answeredAt: Date }): Promise<void> {
+  await trx
+    .updateTable('surveys')
+    .set({ status: 'answered', rating: answer.rating, comment: answer.comment, answered_at: answer.answeredAt })
+    .where('id', '=', surveyId)
+    .execute();
+}

@@ -2,16 +2,18 @@ import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction } from '../events/outbox.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { appendMessage, conversationClosed } from '../messages/message.service.ts';
 import type { PresenceStore } from '../presence/presence.ts';
 import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
-import { AppError, notFound } from '../shared/errors.ts';
+import { AppError, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { keysetPageOf } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
 import * as tenantRepo from '../tenants/tenant.repository.ts';
+import { findContact } from '../contacts/contact.repository.ts';
+import { visitorExists } from '../visitors/visitor.repository.ts';
 import * as repo from './conversation.repository.ts';
 
 type S = components['schemas'];
@@ -98,11 +100,9 @@ export class ConversationService {
 
   async list(principal: Principal, query: ListQuery): Promise<S['ConversationList']> {
     if (query.cursor !== undefined && query.offset !== undefined && query.offset > 0) {
-      throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
-        fieldErrors: [{ path: '/query/cursor', message: 'cannot be combined with offset' }],
-      });
+      throw invalidInput({ field: 'cursor', message: 'cannot be combined with offset' });
     }
-    const limit = query.limit ?? 20;
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const offset = query.offset ?? 0;
     const after = query.cursor ? decodeCursor(query.cursor) : undefined;
     const assignedUserId =
@@ -144,17 +144,11 @@ export class ConversationService {
 
   async create(principal: Principal, input: S['ConversationCreate']): Promise<ConversationDto> {
     if (!input.visitor_id && !input.contact_id) {
-      throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
-        fieldErrors: [{ path: '/body', message: 'must name visitor_id or contact_id (or both)' }],
-      });
+      throw invalidInput({ field: '', message: 'must name visitor_id or contact_id (or both)' });
     }
     return this.#tx(principal, async (trx, emit) => {
-      if (input.visitor_id && !(await trx.selectFrom('visitors').select('id').where('id', '=', input.visitor_id).executeTakeFirst())) {
-        throw notFound('Visitor');
-      }
-      if (input.contact_id && !(await trx.selectFrom('contacts').select('id').where('id', '=', input.contact_id).executeTakeFirst())) {
-        throw notFound('Contact');
-      }
+      if (input.visitor_id && !(await visitorExists(trx, input.visitor_id))) throw notFound('Visitor');
+      if (input.contact_id && !(await findContact(trx, input.contact_id))) throw notFound('Contact');
       if (input.department_id && !(await repo.departmentExists(trx, input.department_id))) throw invalidDepartment();
       const now = new Date();
       const id = newId('conversation');

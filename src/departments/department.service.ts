@@ -2,7 +2,7 @@ import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Department } from '../db/schema.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { AppError, conflict, notFound } from '../shared/errors.ts';
 import { newUuid } from '../shared/ids.ts';
 import { pageOf } from '../shared/pagination.ts';

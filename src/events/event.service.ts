@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api.ts';
 import type { Database } from '../db/database.ts';
-import type { Principal } from '../http/access.ts';
-import { AppError } from '../shared/errors.ts';
+import type { Principal } from '../shared/principal.ts';
+import { invalidInput } from '../shared/errors.ts';
 import { DEFAULT_PAGE_SIZE } from '../shared/pagination.ts';
 import { FEED_START, readFeed } from './feed.repository.ts';
 
@@ -17,9 +17,7 @@ function decode(cursor: string): { txid: string; position: number } {
   } catch {
     // fall through
   }
-  throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
-    fieldErrors: [{ path: '/query/after', message: 'is not a cursor this API gave out' }],
-  });
+  throw invalidInput({ field: 'after', message: 'is not a cursor this API gave out' });
 }
 
 export class EventService {

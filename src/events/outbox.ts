@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
 import type { EventBus } from './bus.ts';
+import { insertEvent } from './event.repository.ts';
 
 type S = components['schemas'];
 
@@ -71,23 +71,16 @@ export async function writeEvent<T extends EventType>(
 ): Promise<StoredEvent> {
   const createdAt = new Date();
   const id = newId('event');
-  await trx
-    .insertInto('events')
-    .values({
-      id,
-      tenant_id: tenantId,
-      type,
-      data: JSON.stringify(data),
-      conversation_id: routing.conversationId ?? null,
-      internal: routing.internal ?? false,
-      recipients: routing.recipients ?? [],
-      // The conversation's visitor, read in this same transaction: visitors' sockets get only their own.
-      visitor_id: routing.conversationId
-        ? sql<string | null>`(select visitor_id from conversations where id = ${routing.conversationId})`
-        : null,
-      created_at: createdAt,
-    })
-    .execute();
+  await insertEvent(trx, {
+    id,
+    tenant_id: tenantId,
+    type,
+    data,
+    conversation_id: routing.conversationId ?? null,
+    internal: routing.internal ?? false,
+    recipients: routing.recipients ?? [],
+    created_at: createdAt,
+  });
   return { envelope: { id, type, tenant_id: tenantId, created_at: createdAt.toISOString(), data } as EventEnvelope, routing };
 }
 

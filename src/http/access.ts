@@ -1,21 +1,10 @@
 import type { RequestHandler } from 'express';
 import type { TokenService } from '../auth/tokens.ts';
 import { AppError, forbidden, unauthenticated } from '../shared/errors.ts';
+import type { ActiveMembership, Role, Seat, VisitorPrincipal } from '../shared/principal.ts';
 
-export type Role = 'owner' | 'admin' | 'agent';
-export type Seat = 'full' | 'lite';
-
-export type Principal =
-  | { kind: 'user'; userId: string; tenantId: string; role: Role; seat: Seat; sessionId: string }
-  | { kind: 'api_key'; keyId: string; tenantId: string; scopes: string[] }
-  | { kind: 'visitor'; visitorId: string; tenantId: string; widgetId: string; contactId: string | null };
-
-export type VisitorPrincipal = Extract<Principal, { kind: 'visitor' }>;
-
-export interface ActiveMembership {
-  role: Role;
-  seat: Seat;
-}
+// The caller's identity lives in shared/ (services use it); the middleware that establishes it lives here.
+export type { ActiveMembership, Principal, Role, Seat, VisitorPrincipal } from '../shared/principal.ts';
 
 /** What the access middleware needs from the rest of the app. */
 export interface AccessDeps {

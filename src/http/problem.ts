@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { AppError, type ErrorCode } from '../shared/errors.ts';
+import { AppError, type ErrorCode, INVALID_REQUEST } from '../shared/errors.ts';
 
 const STATUS: Record<ErrorCode, number> = {
   ERR_VALIDATION: 400,
@@ -85,7 +85,7 @@ export function toAppError(err: unknown): { error: AppError; unexpected: boolean
     switch (err.status) {
       case 400:
         return {
-          error: new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
+          error: new AppError('ERR_VALIDATION', INVALID_REQUEST, {
             fieldErrors: (err.errors ?? []).map((e) => ({
               path: normalisePath(e.path),
               message: e.message ?? 'is invalid',
@@ -117,8 +117,22 @@ function normalisePath(path: string | undefined): string {
   return pointer.replace(/^\/params(?=\/|$)/, '/path');
 }
 
-export function problemBody(error: AppError, requestId: string) {
+/** Where in the request a named input sits: its query, its path, or (otherwise) its body. */
+export interface RequestInputs {
+  query?: Record<string, unknown>;
+  params?: Record<string, unknown>;
+}
+
+function locate(field: string, request: RequestInputs | undefined): string {
+  if (field === '') return '/body';
+  if (request?.query && field in request.query) return `/query/${field}`;
+  if (request?.params && field in request.params) return `/path/${field}`;
+  return `/body/${field}`;
+}
+
+export function problemBody(error: AppError, requestId: string, request?: RequestInputs) {
   const status = statusOf(error.code);
+  const errors = [...(error.fieldErrors ?? []), ...(error.invalidFields ?? []).map((f) => ({ path: locate(f.field, request), message: f.message }))];
   return {
     type: PROBLEM_TYPE_BASE + error.code,
     title: TITLE[status] ?? 'Error',
@@ -126,7 +140,7 @@ export function problemBody(error: AppError, requestId: string) {
     code: error.code,
     detail: error.detail,
     request_id: requestId,
-    ...(error.fieldErrors && error.fieldErrors.length > 0 ? { errors: error.fieldErrors } : {}),
+    ...(errors.length > 0 ? { errors } : {}),
   };
 }
 
@@ -141,7 +155,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    const body = problemBody(error, requestId);
+    const body = problemBody(error, requestId, req);
     for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
     if (body.status === 401 && !res.hasHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', 'Bearer');
     res.status(body.status).type('application/problem+json').send(JSON.stringify(body));

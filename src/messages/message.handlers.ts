@@ -1,3 +1,4 @@
+import { DEFAULT_PAGE_SIZE } from '../shared/pagination.ts';
 import type { Handlers } from '../http/contract.ts';
 import { requirePrincipal } from '../shared/principal.ts';
 import type { MessageService } from './message.service.ts';
@@ -10,7 +11,7 @@ export const messageHandlers = (messages: MessageService): Pick<Handlers, 'sendM
   listMessages: async ({ principal, params, query }) => ({
     status: 200,
     body: await messages.list(requirePrincipal(principal), params.conversation_id, {
-      limit: query.limit ?? 20,
+      limit: query.limit ?? DEFAULT_PAGE_SIZE,
       ...(query.cursor ? { cursor: query.cursor } : {}),
     }),
   }),

@@ -5,7 +5,7 @@ import type { Database, Tx } from '../db/database.ts';
 import type { Message, MessageSenderType, MessageType } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction } from '../events/outbox.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
 import { AppError, notFound } from '../shared/errors.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TokenService } from '../auth/tokens.ts';
-import type { ActiveMembership } from '../http/access.ts';
+import type { ActiveMembership } from '../shared/principal.ts';
 import { problemBody, statusOf } from '../http/problem.ts';
 import { AppError } from '../shared/errors.ts';
 import type { Audience } from './connection.ts';

@@ -111,6 +111,14 @@ export class RealtimeGateway {
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
   }
 
+  /**
+   * Resolves when this instance has delivered to the tenant's sockets every event committed before the call
+   * (and not held back by a running writer): a sentinel for "nothing more is on its way".
+   */
+  async caughtUp(tenantId: string): Promise<void> {
+    await this.#streams.get(tenantId)?.caughtUp();
+  }
+
   /** Checks every connection's session now instead of at the next heartbeat (tests, and after revocations). */
   async checkSessions(): Promise<void> {
     await heartbeat(this.#upkeep, this.#connections);

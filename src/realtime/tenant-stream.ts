@@ -42,6 +42,8 @@ export class TenantStream {
   #running = false;
   #again = false;
   #retry: NodeJS.Timeout | undefined;
+  /** Resolved once a read that began after they asked has been delivered. */
+  #caughtUpWaiters: (() => void)[] = [];
 
   constructor(tenantId: string, ctx: StreamContext) {
     this.tenantId = tenantId;
@@ -86,6 +88,14 @@ export class TenantStream {
     void this.#pump();
   }
 
+  /** Resolves when everything committed (and not held back) before the call has been delivered. */
+  caughtUp(): Promise<void> {
+    if (!this.#cursor) return Promise.resolve();
+    const done = new Promise<void>((resolve) => this.#caughtUpWaiters.push(resolve));
+    this.wake();
+    return done;
+  }
+
   /**
    * Everything after the client's last event up to the position the stream had when the socket joined;
    * what the stream delivered since waits in the socket's backlog and follows, so nothing is missed or
@@ -118,9 +128,11 @@ export class TenantStream {
 
   async #pump(): Promise<void> {
     this.#running = true;
+    let waiting: (() => void)[] = [];
     try {
       do {
         this.#again = false;
+        waiting = this.#caughtUpWaiters.splice(0);
         const { rows, heldBack } = await read(this.#ctx, this.tenantId, this.#cursor!);
         if (rows.length > 0) {
           deliver(this.#ctx, this.connections, rows);
@@ -129,8 +141,11 @@ export class TenantStream {
         }
         if (rows.length === BATCH) this.#again = true;
         if (heldBack && !this.empty) this.#retryIn(HELD_BACK_RETRY_MS);
+        if (rows.length < BATCH) for (const resolve of waiting.splice(0)) resolve();
+        else this.#caughtUpWaiters.unshift(...waiting.splice(0));
       } while (this.#again && !this.empty);
     } catch (err) {
+      this.#caughtUpWaiters.unshift(...waiting);
       this.#ctx.logError(err, this.tenantId);
       if (!this.empty) this.#retryIn(ERROR_RETRY_MS);
     } finally {

@@ -1,4 +1,4 @@
-import type { Principal } from '../http/access.ts';
+import type { Principal } from './principal.ts';
 
 /** The id that stands for the caller in read marks, idempotency keys and message senders. */
 export const callerIdOf = (principal: Principal): string =>

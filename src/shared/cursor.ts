@@ -1,4 +1,4 @@
-import { AppError } from './errors.ts';
+import { invalidInput } from './errors.ts';
 
 /** Opaque keyset cursors: the sort value and id of the last row of a page. */
 export function encodeCursor(at: Date, id: string): string {
@@ -13,7 +13,5 @@ export function decodeCursor(cursor: string, param = 'cursor'): { at: Date; id: 
   } catch {
     // fall through
   }
-  throw new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
-    fieldErrors: [{ path: `/query/${param}`, message: 'is not a cursor this API gave out' }],
-  });
+  throw invalidInput({ field: param, message: 'is not a cursor this API gave out' });
 }

@@ -1,5 +1,20 @@
-import type { Principal } from '../http/access.ts';
 import { AppError } from './errors.ts';
+
+export type Role = 'owner' | 'admin' | 'agent';
+export type Seat = 'full' | 'lite';
+
+/** Who is calling: a member (user token), an integration (API key) or a website visitor (visitor token). */
+export type Principal =
+  | { kind: 'user'; userId: string; tenantId: string; role: Role; seat: Seat; sessionId: string }
+  | { kind: 'api_key'; keyId: string; tenantId: string; scopes: string[] }
+  | { kind: 'visitor'; visitorId: string; tenantId: string; widgetId: string; contactId: string | null };
+
+export type VisitorPrincipal = Extract<Principal, { kind: 'visitor' }>;
+
+export interface ActiveMembership {
+  role: Role;
+  seat: Seat;
+}
 
 export type UserPrincipal = Extract<Principal, { kind: 'user' }>;
 

@@ -1,4 +1,4 @@
-import { AppError } from './errors.ts';
+import { invalidInput } from './errors.ts';
 
 export function isValidTimeZone(timeZone: string): boolean {
   try {
@@ -9,7 +9,4 @@ export function isValidTimeZone(timeZone: string): boolean {
   }
 }
 
-export const invalidTimeZone = () =>
-  new AppError('ERR_VALIDATION', 'The request does not match the API contract', {
-    fieldErrors: [{ path: '/body/timezone', message: 'must be an IANA time zone name' }],
-  });
+export const invalidTimeZone = () => invalidInput({ field: 'timezone', message: 'must be an IANA time zone name' });

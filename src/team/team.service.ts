@@ -1,7 +1,8 @@
 import type { components } from '../../generated/api.ts';
 import type { Database } from '../db/database.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import type { PresenceStore } from '../presence/presence.ts';
+import * as team from './team.repository.ts';
 
 type S = components['schemas'];
 
@@ -18,24 +19,9 @@ export class TeamService {
   // the number of their conversations that are not closed.
   async list(principal: Principal, options: { includePresence: boolean }): Promise<S['TeamMemberList']> {
     const { members, departments, open } = await this.#database.withTenant(principal.tenantId, async (trx) => ({
-      members: await trx
-        .selectFrom('memberships as m')
-        .innerJoin('users as u', 'u.id', 'm.user_id')
-        .select(['m.user_id', 'u.name', 'u.email', 'm.role', 'm.seat'])
-        .where('m.status', '=', 'active')
-        .orderBy('m.created_at')
-        .orderBy('m.user_id')
-        .execute(),
-      departments: await trx.selectFrom('department_members').select(['user_id', 'department_id']).orderBy('department_id').execute(),
-      open: options.includePresence
-        ? await trx
-            .selectFrom('conversations')
-            .select(['assigned_user_id', (eb) => eb.fn.countAll<number>().as('n')])
-            .where('status', '=', 'assigned')
-            .where('assigned_user_id', 'is not', null)
-            .groupBy('assigned_user_id')
-            .execute()
-        : [],
+      members: await team.listActiveMembers(trx),
+      departments: await team.listDepartmentMemberships(trx),
+      open: options.includePresence ? await team.countOpenConversationsByAssignee(trx) : [],
     }));
     const departmentIds = new Map<string, string[]>();
     for (const d of departments) departmentIds.set(d.user_id, [...(departmentIds.get(d.user_id) ?? []), d.department_id]);

@@ -8,7 +8,7 @@ import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Tenant } from '../db/schema.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { addedToTenantMail, invitationMail } from '../mail/templates.ts';
 import { conflict, forbidden, notFound } from '../shared/errors.ts';

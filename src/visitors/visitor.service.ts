@@ -1,15 +1,17 @@
-import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
+import { findContact } from '../contacts/contact.repository.ts';
 import type { Database } from '../db/database.ts';
-import { offsetPage } from '../db/paginate.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { notFound } from '../shared/errors.ts';
-import { pageOf } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, pageOf } from '../shared/pagination.ts';
+import * as visitors from './visitor.repository.ts';
 
 type S = components['schemas'];
 
 /** "Currently on a tracked domain": a page view, or a live widget socket (which keeps this fresh), this recently. */
 export const ONLINE_WINDOW_MS = 60_000;
+const RECENT_PAGES = 20;
+const RECENT_CONVERSATIONS = 50;
 
 export class VisitorService {
   readonly #database: Database;
@@ -19,22 +21,11 @@ export class VisitorService {
   }
 
   async list(principal: Principal, query: { widget_id?: string; limit?: number; offset?: number }): Promise<S['VisitorList']> {
-    const page = { limit: query.limit ?? 20, offset: query.offset ?? 0 };
+    const page = { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
     const since = new Date(Date.now() - ONLINE_WINDOW_MS);
-    const { rows, total } = await this.#database.withTenant(principal.tenantId, (trx) => {
-      let q = trx
-        .selectFrom('visitors as v')
-        .select(['v.id', 'v.name', 'v.email', 'v.contact_id', 'v.widget_id', 'v.last_seen_at'])
-        .select(
-          sql<{ url: string; title: string | null } | null>`(
-            select json_build_object('url', p.url, 'title', p.title) from page_views p
-            where p.visitor_id = v.id order by p.viewed_at desc, p.id desc limit 1
-          )`.as('current_page'),
-        )
-        .where('v.last_seen_at', '>=', since);
-      if (query.widget_id) q = q.where('v.widget_id', '=', query.widget_id);
-      return offsetPage(q.orderBy('v.last_seen_at', 'desc').orderBy('v.id', 'desc'), page);
-    });
+    const { rows, total } = await this.#database.withTenant(principal.tenantId, (trx) =>
+      visitors.listVisitorsSeenSince(trx, since, { widgetId: query.widget_id }, page),
+    );
     return {
       data: rows.map((v) => ({ ...v, last_seen_at: v.last_seen_at.toISOString() })),
       pagination: pageOf(total, page, rows.length),
@@ -43,24 +34,11 @@ export class VisitorService {
 
   async get(principal: Principal, id: string): Promise<S['Visitor']> {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const v = await trx.selectFrom('visitors').selectAll().where('id', '=', id).executeTakeFirst();
+      const v = await visitors.findVisitor(trx, id);
       if (!v) throw notFound('Visitor');
-      const pages = await trx
-        .selectFrom('page_views')
-        .select(['url', 'title', 'referrer', 'viewed_at'])
-        .where('visitor_id', '=', id)
-        .orderBy('viewed_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(20)
-        .execute();
-      const contact = v.contact_id ? await trx.selectFrom('contacts').selectAll().where('id', '=', v.contact_id).executeTakeFirst() : undefined;
-      const conversations = await trx
-        .selectFrom('conversations')
-        .select(['id', 'status', 'last_message_at'])
-        .where('visitor_id', '=', id)
-        .orderBy('last_activity_at', 'desc')
-        .limit(50)
-        .execute();
+      const pages = await visitors.recentPagesOf(trx, id, RECENT_PAGES);
+      const contact = v.contact_id ? await findContact(trx, v.contact_id) : undefined;
+      const conversations = await visitors.conversationsOfVisitor(trx, id, RECENT_CONVERSATIONS);
       return {
         id: v.id,
         name: v.name,

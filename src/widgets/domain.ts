@@ -1,10 +1,9 @@
 import { domainToASCII } from 'node:url';
-import { AppError } from '../shared/errors.ts';
+import { invalidInput } from '../shared/errors.ts';
 
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-const invalid = (message: string) =>
-  new AppError('ERR_VALIDATION', 'The request does not match the API contract', { fieldErrors: [{ path: '/body/domain', message }] });
+const invalid = (message: string) => invalidInput({ field: 'domain', message });
 
 /**
  * A domain as stored: a lower-case ASCII host name (international names in their punycode form), or

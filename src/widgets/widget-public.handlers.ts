@@ -1,9 +1,8 @@
+import { DEFAULT_PAGE_SIZE } from '../shared/pagination.ts';
 import type { RequestHandler } from 'express';
-import type { Database } from '../db/database.ts';
-import type { VisitorPrincipal } from '../http/access.ts';
+import type { VisitorPrincipal } from '../shared/principal.ts';
 import type { Handlers } from '../http/contract.ts';
 import { AppError } from '../shared/errors.ts';
-import * as repo from './widget.repository.ts';
 import type { WidgetPublicService } from './widget-public.service.ts';
 
 type PublicOps =
@@ -31,7 +30,7 @@ export const widgetPublicHandlers = (widget: WidgetPublicService): Pick<Handlers
   startWidgetConversation: async ({ principal, body }) => ({ status: 201, body: await widget.startConversation(visitorOf(principal), body.content) }),
   listWidgetMessages: async ({ principal, params, query }) => ({
     status: 200,
-    body: await widget.listMessages(visitorOf(principal), params.id, { limit: query.limit ?? 20, ...(query.cursor ? { cursor: query.cursor } : {}) }),
+    body: await widget.listMessages(visitorOf(principal), params.id, { limit: query.limit ?? DEFAULT_PAGE_SIZE, ...(query.cursor ? { cursor: query.cursor } : {}) }),
   }),
   sendWidgetMessage: async ({ principal, params, body }) => ({ status: 201, body: await widget.sendMessage(visitorOf(principal), params.id, body.content) }),
   answerSurvey: async ({ principal, params, body }) => ({ status: 201, body: await widget.answerSurvey(visitorOf(principal), params.id, body) }),
@@ -41,7 +40,7 @@ export const widgetPublicHandlers = (widget: WidgetPublicService): Pick<Handlers
  * CORS preflights of the public widget API. A preflight names no widget, so it is answered for an origin
  * that some widget allows; the request itself then answers only when its own widget allows the origin.
  */
-export function widgetPreflight(database: Database): RequestHandler {
+export function widgetPreflight(widget: WidgetPublicService): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();
     const origin = req.get('origin');
@@ -52,8 +51,8 @@ export function widgetPreflight(database: Database): RequestHandler {
       host = undefined;
     }
     if (!host) return next(new AppError('ERR_FORBIDDEN', 'This origin is not on any widget\'s domains'));
-    database
-      .asSystem((trx) => repo.anyWidgetAllowsHost(trx, host))
+    widget
+      .anyWidgetAllowsHost(host)
       .then((allowed) => {
         if (!allowed) return next(new AppError('ERR_FORBIDDEN', 'This origin is not on any widget\'s domains'));
         res.setHeader('Access-Control-Allow-Origin', origin!);

@@ -1,5 +1,4 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import { VISITOR_TOKEN_TTL_SECONDS } from '../auth/tokens.ts';
@@ -10,7 +9,7 @@ import type { Message } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import { messageForVisitor } from '../events/visitor-view.ts';
-import type { VisitorPrincipal } from '../http/access.ts';
+import type { VisitorPrincipal } from '../shared/principal.ts';
 import * as messageRepo from '../messages/message.repository.ts';
 import { appendMessage, conversationClosed, toMessageDto } from '../messages/message.service.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
@@ -18,6 +17,8 @@ import { AppError, conflict, forbidden, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf } from '../shared/pagination.ts';
 import { originAllowed } from './domain.ts';
+import * as visitors from '../visitors/visitor.repository.ts';
+import { findOrCreateContactByEmail } from '../contacts/contact.repository.ts';
 import * as repo from './widget.repository.ts';
 
 type S = components['schemas'];
@@ -36,6 +37,8 @@ function hashMatches(secret: string, email: string, given: string): boolean {
 
 // Internal notes are filtered out before; the view hides who answered.
 const forVisitor = (m: Message): S['Message'] => messageForVisitor(toMessageDto(m));
+/** The visitor's conversations the widget lists, newest activity first. */
+const WIDGET_CONVERSATIONS_SHOWN = 100;
 
 export class WidgetPublicService {
   readonly #database: Database;
@@ -57,6 +60,11 @@ export class WidgetPublicService {
     if (!originAllowed(origin, found.domains)) throw originRefused();
     if (found.widget.identity_required && !claims.contactId) throw identityRequired();
     return { kind: 'visitor', visitorId: claims.visitorId, tenantId: claims.tenantId, widgetId: claims.widgetId, contactId: claims.contactId ?? null };
+  }
+
+  /** For CORS preflights, which name no widget: whether some widget allows this host. */
+  async anyWidgetAllowsHost(host: string): Promise<boolean> {
+    return this.#database.asSystem((trx) => repo.anyWidgetAllowsHost(trx, host));
   }
 
   async startSession(input: S['WidgetSessionCreate'], origin: string | undefined, previousToken: string | undefined): Promise<S['WidgetSession']> {
@@ -81,37 +89,24 @@ export class WidgetPublicService {
     const now = new Date();
     const { visitorId, contactId } = await this.#database.withTenant(widget.tenant_id, async (trx) => {
       let contactId: string | null = null;
-      if (input.user) contactId = await findOrCreateContact(trx, widget.tenant_id, input.user.email, input.user.name, now);
-      const existing = returning
-        ? await trx.selectFrom('visitors').select(['id', 'contact_id']).where('id', '=', returning).executeTakeFirst()
-        : undefined;
+      if (input.user) contactId = await findOrCreateContactByEmail(trx, widget.tenant_id, input.user.email, input.user.name, now);
+      const existing = returning ? await visitors.findVisitorIdentity(trx, returning) : undefined;
       const id = existing?.id ?? newId('visitor');
       if (existing) {
-        await trx
-          .updateTable('visitors')
-          .set({
-            last_seen_at: now,
-            widget_id: widget.id,
-            ...(contactId ? { contact_id: contactId, email: input.user!.email, ...(input.user!.name ? { name: input.user!.name } : {}) } : {}),
-          })
-          .where('id', '=', id)
-          .execute();
+        const identity = contactId && input.user ? { contact_id: contactId, email: input.user.email, name: input.user.name } : undefined;
+        await visitors.updateVisitorSession(trx, id, { widget_id: widget.id, now, identity });
       } else {
-        await trx
-          .insertInto('visitors')
-          .values({
-            id,
-            tenant_id: widget.tenant_id,
-            widget_id: widget.id,
-            contact_id: contactId,
-            email: input.user?.email ?? null,
-            name: input.user?.name ?? null,
-            last_seen_at: now,
-            created_at: now,
-          })
-          .execute();
+        await visitors.insertVisitor(trx, {
+          id,
+          tenant_id: widget.tenant_id,
+          widget_id: widget.id,
+          contact_id: contactId,
+          email: input.user?.email ?? null,
+          name: input.user?.name ?? null,
+          now,
+        });
       }
-      await recordPage(trx, widget.tenant_id, id, { url: input.page_url, title: input.page_title, referrer: input.referrer }, now);
+      await visitors.insertPageView(trx, widget.tenant_id, id, { url: input.page_url, title: input.page_title, referrer: input.referrer }, now);
       return { visitorId: id, contactId };
     });
     const token = this.#tokens.signVisitorToken({ visitorId, tenantId: widget.tenant_id, widgetId: widget.id, contactId: contactId ?? undefined });
@@ -126,23 +121,15 @@ export class WidgetPublicService {
   async recordPageView(visitor: VisitorPrincipal, input: S['PageViewCreate']): Promise<{ recorded: true }> {
     await this.#database.withTenant(visitor.tenantId, async (trx) => {
       const now = new Date();
-      await recordPage(trx, visitor.tenantId, visitor.visitorId, input, now);
-      await trx.updateTable('visitors').set({ last_seen_at: now }).where('id', '=', visitor.visitorId).execute();
+      await visitors.insertPageView(trx, visitor.tenantId, visitor.visitorId, input, now);
+      await visitors.touchVisitors(trx, [visitor.visitorId], now);
     });
     return { recorded: true };
   }
 
   async listConversations(visitor: VisitorPrincipal): Promise<S['WidgetConversationList']> {
     const rows = await this.#database.withTenant(visitor.tenantId, (trx) =>
-      trx
-        .selectFrom('conversations')
-        .select(['id', 'status', 'last_message', 'last_message_at', 'created_at'])
-        .select(surveyState)
-        .where('visitor_id', '=', visitor.visitorId)
-        .orderBy('last_activity_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(100)
-        .execute(),
+      conversationRepo.listVisitorConversations(trx, visitor.visitorId, WIDGET_CONVERSATIONS_SHOWN),
     );
     return { data: rows.map(toWidgetConversation) };
   }
@@ -200,20 +187,12 @@ export class WidgetPublicService {
   async answerSurvey(visitor: VisitorPrincipal, conversationId: string, input: S['SurveyAnswerCreate']): Promise<S['SurveyAnswer']> {
     return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
       await this.#own(trx, visitor, conversationId);
-      const survey = await trx
-        .selectFrom('surveys')
-        .selectAll()
-        .where('conversation_id', '=', conversationId)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .forUpdate()
-        .executeTakeFirst();
+      const survey = await conversationRepo.lockLatestSurvey(trx, conversationId);
       if (!survey) throw conflict('No satisfaction survey is waiting: the conversation has not been closed');
       if (survey.status !== 'pending') throw conflict('The satisfaction survey was already answered');
       const answeredAt = new Date();
       const comment = input.comment ?? null;
-      await trx.updateTable('surveys').set({ status: 'answered', rating: input.rating, comment, answered_at: answeredAt }).where('id', '=', survey.id).execute();
+      await conversationRepo.recordSurveyAnswer(trx, survey.id, { rating: input.rating, comment, answeredAt });
       await emit(
         'csat.submitted',
         { conversation_id: conversationId, survey_id: survey.id, rating: input.rating, comment },
@@ -225,32 +204,13 @@ export class WidgetPublicService {
 
   // A conversation of this visitor, or "not found" (whoever else it belongs to).
   async #own(trx: Tx, visitor: VisitorPrincipal, conversationId: string): Promise<S['WidgetConversation']> {
-    const row = await trx
-      .selectFrom('conversations')
-      .select(['id', 'status', 'last_message', 'last_message_at', 'created_at'])
-      .select(surveyState)
-      .where('id', '=', conversationId)
-      .where('visitor_id', '=', visitor.visitorId)
-      .executeTakeFirst();
+    const row = await conversationRepo.findVisitorConversation(trx, conversationId, visitor.visitorId);
     if (!row) throw notFound('Conversation');
     return toWidgetConversation(row);
   }
 }
 
-const surveyState = () =>
-  sql<{ id: string; status: 'pending' | 'answered'; rating: number | null; comment: string | null; answered_at: string | null } | null>`(
-    select json_build_object('id', s.id, 'status', s.status, 'rating', s.rating, 'comment', s.comment, 'answered_at', s.answered_at)
-    from surveys s where s.conversation_id = conversations.id order by s.created_at desc, s.id desc limit 1
-  )`.as('survey');
-
-function toWidgetConversation(row: {
-  id: string;
-  status: 'open' | 'assigned' | 'closed';
-  last_message: string | null;
-  last_message_at: Date | null;
-  created_at: Date;
-  survey: { id: string; status: 'pending' | 'answered'; rating: number | null; comment: string | null; answered_at: string | null } | null;
-}): S['WidgetConversation'] {
+function toWidgetConversation(row: conversationRepo.VisitorConversationRow): S['WidgetConversation'] {
   return {
     id: row.id,
     status: row.status === 'closed' ? 'closed' : 'open',
@@ -259,24 +219,4 @@ function toWidgetConversation(row: {
     created_at: row.created_at.toISOString(),
     survey: row.survey ? { ...row.survey, answered_at: row.survey.answered_at ? new Date(row.survey.answered_at).toISOString() : null } : null,
   };
-}
-
-async function recordPage(trx: Tx, tenantId: string, visitorId: string, page: { url: string; title?: string | undefined; referrer?: string | undefined }, now: Date) {
-  await trx
-    .insertInto('page_views')
-    .values({ tenant_id: tenantId, visitor_id: visitorId, url: page.url, title: page.title ?? null, referrer: page.referrer ?? null, viewed_at: now })
-    .execute();
-}
-
-async function findOrCreateContact(trx: Tx, tenantId: string, email: string, name: string | undefined, now: Date): Promise<string> {
-  const existing = await trx.selectFrom('contacts').select('id').where(sql<string>`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
-  if (existing) return existing.id;
-  const id = newId('contact');
-  await trx
-    .insertInto('contacts')
-    .values({ id, tenant_id: tenantId, email, name: name ?? null, custom_attributes: '{}', created_at: now, updated_at: now })
-    .onConflict((oc) => oc.doNothing())
-    .execute();
-  const row = await trx.selectFrom('contacts').select('id').where(sql<string>`lower(email)`, '=', email.toLowerCase()).executeTakeFirstOrThrow();
-  return row.id;
 }

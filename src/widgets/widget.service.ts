@@ -3,7 +3,7 @@ import type { components } from '../../generated/api.ts';
 import type { Database } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Widget, WidgetDomain } from '../db/schema.ts';
-import type { Principal } from '../http/access.ts';
+import type { Principal } from '../shared/principal.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { mergePatch } from '../shared/merge.ts';
