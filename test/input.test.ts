@@ -107,6 +107,14 @@ describe('input that no handler may see', () => {
     expect(body.errors[0].message).to.match(/nested/);
   });
 
+  it('login and forgot-password budgets read the e-mail before validation: a deep array there is a 400', async () => {
+    const { app } = await getHarness();
+    const deep = `{"email":${'['.repeat(10_000)}${']'.repeat(10_000)},"password":"x"}`;
+    for (const path of ['/api/v1/auth/login', '/api/v1/auth/forgot-password']) {
+      expectProblem(await request(app).post(path).set('Content-Type', 'application/json').send(deep), 400, 'ERR_VALIDATION');
+    }
+  });
+
   it('access comes first: a NUL in the body of an unauthenticated request is 401', async () => {
     const { app } = await getHarness();
     expectProblem(await request(app).post('/api/v1/departments').send({ name: '\u0000' }), 401, 'ERR_UNAUTHENTICATED');
