@@ -1708,7 +1708,11 @@ export interface components {
          * @example usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55
          */
         UserId: string;
-        /** @description A user, as usr_… or as the bare UUID after the prefix; answers always use the usr_ form */
+        /**
+         * @description A user, as usr_… or as the bare UUID after the prefix; answers always use the usr_ form. Any
+         *     UUID is well-formed here (the seed calls it a uuid): one that names no active member of the
+         *     team is 422 ERR_USER_NOT_IN_TENANT, not 400.
+         */
         UserRef: string;
         VerifyEmailResult: {
             /** @constant */

@@ -8,6 +8,8 @@ const ISSUER = 'customer-chat';
 const AUDIENCE = 'customer-chat-api';
 const USER_ID = /^usr_[0-9a-f-]{36}$/;
 const TENANT_ID = /^tn_[0-9a-f-]{36}$/;
+// The login's refresh family (ses_...), looked up on every request.
+const SESSION_ID = /^ses_[0-9a-f-]{36}$/;
 
 export interface AccessClaims {
   userId: string;
@@ -48,13 +50,22 @@ export class TokenService {
         audience: VISITOR_AUDIENCE,
         clockTimestamp: Math.floor(this.#now() / 1000),
       }) as jwt.JwtPayload;
-      if (typeof payload.sub === 'string' && VISITOR_ID.test(payload.sub) && typeof payload.tid === 'string' && TENANT_ID.test(payload.tid)) {
+      // exp too: jsonwebtoken checks it only when it is there, and a token without one would never end.
+      if (
+        typeof payload.exp === 'number' &&
+        typeof payload.sub === 'string' &&
+        VISITOR_ID.test(payload.sub) &&
+        typeof payload.tid === 'string' &&
+        TENANT_ID.test(payload.tid) &&
+        (payload.wid === undefined || (typeof payload.wid === 'string' && WIDGET_ID.test(payload.wid))) &&
+        (payload.cid === undefined || (typeof payload.cid === 'string' && CONTACT_ID.test(payload.cid)))
+      ) {
         return {
           visitorId: payload.sub,
           tenantId: payload.tid,
           widgetId: typeof payload.wid === 'string' ? payload.wid : undefined,
           contactId: typeof payload.cid === 'string' ? payload.cid : undefined,
-          expiresAt: (payload.exp ?? 0) * 1000,
+          expiresAt: payload.exp * 1000,
         };
       }
     } catch (err) {
@@ -89,8 +100,17 @@ export class TokenService {
       }
       throw new AppError('ERR_UNAUTHENTICATED', 'The access token is not valid');
     }
-    const { sub, tid, sid } = payload;
-    if (typeof sub !== 'string' || !USER_ID.test(sub) || typeof tid !== 'string' || !TENANT_ID.test(tid) || typeof sid !== 'string') {
+    const { sub, tid, sid, exp } = payload;
+    // exp too: jsonwebtoken checks it only when it is there, and a token without one would never end.
+    if (
+      typeof exp !== 'number' ||
+      typeof sub !== 'string' ||
+      !USER_ID.test(sub) ||
+      typeof tid !== 'string' ||
+      !TENANT_ID.test(tid) ||
+      typeof sid !== 'string' ||
+      !SESSION_ID.test(sid)
+    ) {
       throw new AppError('ERR_UNAUTHENTICATED', 'The access token is not valid');
     }
     return { userId: sub, tenantId: tid, sessionId: sid };
@@ -100,6 +120,8 @@ export class TokenService {
 export const VISITOR_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 const VISITOR_AUDIENCE = 'visitor';
 const VISITOR_ID = /^vis_[0-9a-f-]{36}$/;
+const WIDGET_ID = /^wgt_[0-9a-f-]{36}$/;
+const CONTACT_ID = /^ct_[0-9a-f-]{36}$/;
 
 export interface VisitorClaims {
   visitorId: string;

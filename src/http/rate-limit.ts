@@ -33,7 +33,12 @@ const visitorKey = (req: Request, res: { locals: Record<string, unknown> }) => {
   const principal = res.locals.principal as Principal | undefined;
   return principal?.kind === 'visitor' ? principal.visitorId : `addr:${clientAddress(req)}`;
 };
-const emailOf = (req: Request) => String((req.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase();
+// Read before the request is validated: anything but a string (an array nested 10,000 deep, which
+// String() would recurse through) counts as no e-mail; the schema refuses it right after.
+const emailOf = (req: Request) => {
+  const email = (req.body as { email?: unknown } | undefined)?.email;
+  return typeof email === 'string' ? email.toLowerCase() : '';
+};
 
 // The three budgets of the DESIGN: per credential (or address, for anonymous calls); login per e-mail
 // and address; forgot-password per e-mail. They run after authentication, so they know the caller.
