@@ -224,7 +224,7 @@ export class ConversationService {
   }
 
   async transfer(principal: Principal, id: string, input: S['TransferRequest']): Promise<S['TransferResult']> {
-    // The request's own shape comes before anything about the conversation (DESIGN: 400 before 404).
+    // The request's own shape comes before anything about the conversation (docs/decisions.md: 400 before 404).
     if ((input.user_id === undefined) === (input.department_id === undefined)) {
       throw new AppError('ERR_TRANSFER_TARGET', 'Name exactly one target: user_id or department_id');
     }

@@ -40,7 +40,7 @@ const emailOf = (req: Request) => {
   return typeof email === 'string' ? email.toLowerCase() : '';
 };
 
-// The three budgets of the DESIGN: per credential (or address, for anonymous calls); login per e-mail
+// The three budgets (docs/decisions.md, Rate limits): per credential (or address, for anonymous calls); login per e-mail
 // and address; forgot-password per e-mail. They run after authentication, so they know the caller.
 export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitStoreFactory): RequestHandler[] {
   const common = {

@@ -1,0 +1,121 @@
+// The layering rules of src/ (README, Layout), as ESLint rules. Files are classified by path alone:
+// `src/<feature>/<name>.<role>.ts`, role one of repository, service, handlers. Import specifiers are
+// resolved against the importing file, so `.ts` specifiers need no resolver plugin.
+import { dirname, relative, resolve, sep } from 'node:path';
+import type { Rule } from 'eslint';
+
+export interface LayerOptions {
+  /** Absolute path of src/. */
+  srcDir: string;
+  /** Folders any feature may import anything from (shared code, the database, the event feed). */
+  shared: string[];
+  /**
+   * Known imports of another feature's repository, `importer -> imported` as paths under src/. Each is
+   * debt: the importing feature should call the other feature's service. Remove entries, never add.
+   */
+  allowedRepositoryImports: string[];
+}
+
+type Role = 'repository' | 'service' | 'handlers' | 'other';
+
+interface Place {
+  /** Path under src/ with forward slashes. */
+  path: string;
+  /** First folder under src/, '' for files at its root (app.ts, server.ts). */
+  feature: string;
+  role: Role;
+}
+
+function place(srcDir: string, file: string): Place | undefined {
+  const path = relative(srcDir, file).split(sep).join('/');
+  if (path.startsWith('..') || path === '') return undefined;
+  const feature = path.includes('/') ? path.slice(0, path.indexOf('/')) : '';
+  const role = (/\.(repository|service|handlers)\.ts$/.exec(path)?.[1] ?? 'other') as Role;
+  return { path, feature, role };
+}
+
+const mayQuery = (p: Place) => p.role === 'repository' || p.feature === 'db';
+
+function optionsOf(context: Rule.RuleContext): LayerOptions {
+  return context.options[0] as LayerOptions;
+}
+
+const importsRule: Rule.RuleModule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Kysely only in repositories and src/db; no http/ from services, repositories or shared/; features meet through services' },
+    schema: [{ type: 'object' }],
+    messages: {
+      kysely: "'{{spec}}' is imported outside a repository: queries live in *.repository.ts (or src/db/).",
+      http: "{{role}} imports '{{spec}}': services, repositories and shared/ know no HTTP (use src/shared/).",
+      handlers: "'{{spec}}' is another feature's handlers: only app.ts wires handlers.",
+      repository: "'{{spec}}' is another feature's repository: call its service instead.",
+    },
+  },
+  create(context) {
+    const options = optionsOf(context);
+    const importer = place(options.srcDir, context.filename);
+    if (!importer) return {};
+    const allowed = new Set(options.allowedRepositoryImports);
+
+    const check = (node: Rule.Node, source: unknown) => {
+      if (typeof source !== 'string') return;
+      if (source === 'kysely' || source.startsWith('kysely/')) {
+        if (!mayQuery(importer)) context.report({ node, messageId: 'kysely', data: { spec: source } });
+        return;
+      }
+      if (!source.startsWith('.')) return;
+      const target = place(options.srcDir, resolve(dirname(context.filename), source));
+      if (!target || target.feature === importer.feature) return;
+      if (target.feature === 'http' && (importer.role === 'service' || importer.role === 'repository' || importer.feature === 'shared')) {
+        const role = importer.feature === 'shared' ? 'shared/' : `a ${importer.role}`;
+        context.report({ node, messageId: 'http', data: { spec: source, role } });
+        return;
+      }
+      // Files at the root of src/ (app.ts, server.ts) wire the features together.
+      if (importer.feature === '' || options.shared.includes(target.feature)) return;
+      if (target.role === 'handlers') context.report({ node, messageId: 'handlers', data: { spec: source } });
+      if (target.role === 'repository' && !allowed.has(`${importer.path} -> ${target.path}`)) {
+        context.report({ node, messageId: 'repository', data: { spec: source } });
+      }
+    };
+
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => check(node, node.source?.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
+    };
+  },
+};
+
+// The entry points of Kysely's query builders (and raw compiled queries). A service holding a
+// transaction can call them without importing kysely, so the import rule alone does not catch them.
+const QUERY_METHODS = new Set(['selectFrom', 'selectNoFrom', 'insertInto', 'replaceInto', 'updateTable', 'deleteFrom', 'mergeInto', 'executeQuery']);
+
+const queriesRule: Rule.RuleModule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Query builders only in repositories and src/db' },
+    schema: [{ type: 'object' }],
+    messages: { query: '.{{method}}() outside a repository: queries live in *.repository.ts (or src/db/).' },
+  },
+  create(context) {
+    const importer = place(optionsOf(context).srcDir, context.filename);
+    if (!importer || mayQuery(importer)) return {};
+    return {
+      CallExpression(node) {
+        const callee = node.callee;
+        if (callee.type !== 'MemberExpression' || callee.property.type !== 'Identifier') return;
+        if (QUERY_METHODS.has(callee.property.name)) {
+          context.report({ node: callee.property, messageId: 'query', data: { method: callee.property.name } });
+        }
+      },
+    };
+  },
+};
+
+export const layers = {
+  meta: { name: 'layers' },
+  rules: { imports: importsRule, 'no-query-outside-repository': queriesRule },
+};

@@ -1,0 +1,196 @@
+// Sample arguments for every exported function of every repository (after the transaction, which
+// `npm run sql` passes itself). The values do not appear in the snapshots (parameters print as $1, $2...);
+// they choose the branches: give one case per shape of SQL a reviewer should see. A new repository gets
+// a section here, keyed by its path under src/; the types check every argument against the function.
+//
+// A sample is the argument list, or { args, rows } where rows says how many rows each statement answers
+// in order (default 1; 0 for "not found" branches), or { cases: { label: sample } }, or { skip: reason }
+// for a function that sends no SQL of its own.
+import type * as apiKey from '../../src/api-keys/api-key.repository.ts';
+import type * as auth from '../../src/auth/auth.repository.ts';
+import type * as cannedResponse from '../../src/canned-responses/canned-response.repository.ts';
+import type * as contact from '../../src/contacts/contact.repository.ts';
+import type * as conversation from '../../src/conversations/conversation.repository.ts';
+import type * as department from '../../src/departments/department.repository.ts';
+import type * as feed from '../../src/events/feed.repository.ts';
+import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
+import type * as message from '../../src/messages/message.repository.ts';
+import type * as retention from '../../src/retention/retention.repository.ts';
+import type * as tenant from '../../src/tenants/tenant.repository.ts';
+import type * as visitor from '../../src/visitors/visitor.repository.ts';
+import type * as widget from '../../src/widgets/widget.repository.ts';
+
+type Tail<T> = T extends [unknown, ...infer Rest] ? Rest : never;
+type Case<A> = A | { args: A; rows?: number[] };
+export type Sample<F> = F extends (...args: infer P) => unknown ? Case<Tail<P>> | { cases: Record<string, Case<Tail<P>>> } | { skip: string } : never;
+type Samples<M> = { [K in keyof M as M[K] extends (...args: any[]) => unknown ? K : never]: Sample<M[K]> };
+
+/** Every function of module M, each with a sample checked against its parameters. */
+const of = <M>(samples: Samples<M>) => samples;
+
+const NOW = new Date('2026-01-01T00:00:00Z');
+const BYTES = Buffer.alloc(32);
+const PAGE = { limit: 20, offset: 0 };
+const AFTER = { at: NOW, id: 'id' };
+const DAY = 86_400_000;
+
+export const samples: Record<string, Record<string, unknown>> = {
+  'api-keys/api-key.repository.ts': of<typeof apiKey>({
+    insertApiKey: [{ id: 'key', tenant_id: 'tn', name: 'n', scopes: ['s'], prefix: 'p', key_hash: BYTES, created_by: 'usr' }],
+    listLiveApiKeys: [PAGE],
+    revokeApiKey: ['key', NOW],
+    replaceApiKeySecret: ['key', { prefix: 'p', key_hash: BYTES }, NOW],
+    findLiveApiKeyByHash: [BYTES],
+    touchApiKey: ['key', NOW],
+  }),
+  'auth/auth.repository.ts': of<typeof auth>({
+    insertUser: [{ id: 'usr', email: 'e', name: 'n', password_hash: 'h' }],
+    findUserByEmail: ['e'],
+    findUser: ['usr'],
+    updateUser: ['usr', { name: 'n', password_hash: 'h' }],
+    insertRefreshToken: [{ id: 'r', family_id: 'f', user_id: 'usr', tenant_id: 'tn', token_hash: BYTES, expires_at: NOW }],
+    findRefreshTokenByHash: [BYTES],
+    claimRefreshToken: ['r', NOW],
+    revokeFamily: ['f', NOW],
+    revokeUserFamilies: { cases: { 'every tenant': ['usr', NOW], 'one tenant': ['usr', NOW, 'tn'] } },
+    findSession: ['tn', 'usr', 'f'],
+    insertMailToken: [{ id: 'm', purpose: 'invitation', user_id: 'usr', tenant_id: 'tn', token_hash: BYTES, expires_at: NOW }],
+    lockUsableMailToken: [BYTES, 'reset_password', NOW],
+    markMailTokenUsed: ['m', NOW],
+  }),
+  'canned-responses/canned-response.repository.ts': of<typeof cannedResponse>({
+    listCannedResponses: { cases: { all: [{}, PAGE], search: [{ q: 'q' }, PAGE] } },
+    insertCannedResponse: [{ id: 'cr', tenant_id: 'tn', shortcut: 's', title: 't', content: 'c', created_by: 'usr', now: NOW }],
+    updateCannedResponse: ['cr', { title: 't' }, NOW],
+    deleteCannedResponse: ['cr'],
+  }),
+  'contacts/contact.repository.ts': of<typeof contact>({
+    listContacts: { cases: { first: [{}, { limit: 20 }], 'search, after a cursor': [{ q: 'q' }, { limit: 20, after: AFTER }] } },
+    findContact: { cases: { read: ['ct'], lock: ['ct', { lock: true }] } },
+    insertContact: [{ id: 'ct', tenant_id: 'tn', name: 'n', email: null, phone: null, company: null, custom_attributes: {}, now: NOW }],
+    updateContact: ['ct', { name: 'n', custom_attributes: {} }, NOW],
+    deleteContact: ['ct'],
+  }),
+  'conversations/conversation.repository.ts': of<typeof conversation>({
+    findConversation: ['conv', 'usr'],
+    lockConversation: ['conv'],
+    insertConversation: [
+      {
+        id: 'conv',
+        tenant_id: 'tn',
+        status: 'open',
+        priority: 'normal',
+        subject: null,
+        visitor_id: 'vis',
+        contact_id: null,
+        department_id: null,
+        assigned_user_id: null,
+        widget_id: 'wgt',
+        now: NOW,
+      },
+    ],
+    updateConversation: ['conv', { status: 'closed', closed_at: NOW }, NOW],
+    listConversations: {
+      cases: {
+        'first page': ['usr', {}, PAGE],
+        'every filter, after a cursor': [
+          'usr',
+          { status: 'open', assignedUserId: null, departmentId: 'd', priority: 'high', visitorId: 'vis', contactId: 'ct', q: 'q' },
+          { limit: 20, offset: 0, after: AFTER },
+        ],
+      },
+    },
+    departmentExists: ['d'],
+    departmentCandidates: ['d'],
+    markAssigned: ['usr', NOW],
+    releaseConversationsOf: ['usr', NOW],
+    insertSurvey: [{ id: 'srv', tenant_id: 'tn', conversation_id: 'conv', created_at: NOW }],
+    findConversationVisitor: ['conv'],
+  }),
+  'departments/department.repository.ts': of<typeof department>({
+    listDepartments: [PAGE],
+    findDepartment: { cases: { read: ['d'], lock: ['d', { lock: true }] } },
+    insertDepartment: [{ id: 'd', tenant_id: 'tn', name: 'n' }],
+    updateDepartment: ['d', { name: 'n' }],
+    deleteDepartment: ['d'],
+    memberIdsOf: [['d']],
+    addDepartmentMembers: ['tn', 'd', ['usr']],
+    removeDepartmentMember: ['d', 'usr'],
+    activeMemberIds: [['usr']],
+  }),
+  'events/feed.repository.ts': of<typeof feed>({
+    tenantLockKey: { skip: 'a fragment of the statements below' },
+    readFeed: {
+      cases: {
+        'one tenant, up to the horizon': [{ tenantId: 'tn', after: { txid: '1', position: 1 }, limit: 100 }],
+        'every tenant, up to a position read before': [{ after: { txid: '1', position: 1 }, upTo: { txid: '2', position: 2 }, limit: 100 }],
+      },
+    },
+    feedHead: ['tn'],
+    positionOfEvent: ['evt'],
+    compareFeedPositions: { skip: 'compares positions in memory' },
+  }),
+  'jobs/scheduler.repository.ts': of<typeof scheduler>({
+    ensureJobs: [['job']],
+    claimDueJobs: [['job'], 'token', 60_000],
+    finishJob: ['job', 'token', 60_000, null],
+    findJob: ['job'],
+  }),
+  'messages/message.repository.ts': of<typeof message>({
+    insertMessage: [
+      { id: 'msg', tenant_id: 'tn', conversation_id: 'conv', sender_type: 'user', sender_id: 'usr', type: 'text', content: 'c', internal: false, attachments: [], created_at: NOW },
+    ],
+    listMessages: {
+      cases: {
+        'newest page': ['conv', { limit: 20 }],
+        "the visitor's view, before a cursor": ['conv', { limit: 20, before: AFTER }, { publicOnly: true }],
+      },
+    },
+    upsertReadMark: [{ tenant_id: 'tn', conversation_id: 'conv', reader_id: 'usr', last_read_at: NOW }],
+    claimIdempotencyKey: {
+      cases: {
+        'the key is ours': [{ tenant_id: 'tn', caller_id: 'usr', key: 'k', request_hash: BYTES }, DAY],
+        'another request holds it': { args: [{ tenant_id: 'tn', caller_id: 'usr', key: 'k', request_hash: BYTES }, DAY], rows: [0] },
+      },
+    },
+    storeIdempotentResponse: [{ tenant_id: 'tn', caller_id: 'usr', key: 'k' }, { status: 201, body: {} }],
+  }),
+  'retention/retention.repository.ts': of<typeof retention>({
+    deleteOldIdempotencyKeys: [DAY, 1000],
+    deleteDeadRefreshTokens: [DAY, 1000],
+    deleteDeadMailTokens: [DAY, 1000],
+    deleteOldPageViews: [DAY, 1000],
+    deleteOldEvents: [DAY, 1000],
+  }),
+  'tenants/tenant.repository.ts': of<typeof tenant>({
+    insertTenant: [{ id: 'tn', name: 'n', settings: '{}' }],
+    findTenant: ['tn'],
+    insertMembership: [{ tenant_id: 'tn', user_id: 'usr', role: 'owner' }],
+    findActiveMembership: ['tn', 'usr'],
+    findFirstActiveTenantOfUser: ['usr'],
+    listMembers: [PAGE],
+    lockTenant: ['tn'],
+    updateTenant: ['tn', { name: 'n', settings: {} }],
+    findMember: ['usr'],
+    lockOwnersAndMember: ['usr'],
+    updateMembership: ['usr', { role: 'admin' }],
+    deleteMembership: ['usr'],
+    activateMembership: ['tn', 'usr'],
+    findMembershipAnyStatus: ['tn', 'usr'],
+  }),
+  'visitors/visitor.repository.ts': of<typeof visitor>({
+    touchVisitors: [['vis'], NOW],
+  }),
+  'widgets/widget.repository.ts': of<typeof widget>({
+    listWidgets: [PAGE],
+    findWidget: { cases: { read: ['wgt'], lock: ['wgt', { lock: true }] } },
+    insertWidget: [{ id: 'wgt', tenant_id: 'tn', name: 'n', settings: {}, identity_secret: 's', identity_required: false, now: NOW }],
+    updateWidget: ['wgt', { name: 'n', settings: {} }, NOW],
+    deleteWidget: ['wgt'],
+    listDomains: ['wgt', PAGE],
+    insertDomain: [{ id: 'dom', tenant_id: 'tn', widget_id: 'wgt', domain: 'example.com' }],
+    deleteDomain: ['dom'],
+    findWidgetWithDomains: ['wgt'],
+    anyWidgetAllowsHost: ['www.example.com'],
+  }),
+};
