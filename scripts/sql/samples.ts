@@ -12,10 +12,12 @@ import type * as cannedResponse from '../../src/canned-responses/canned-response
 import type * as contact from '../../src/contacts/contact.repository.ts';
 import type * as conversation from '../../src/conversations/conversation.repository.ts';
 import type * as department from '../../src/departments/department.repository.ts';
+import type * as event from '../../src/events/event.repository.ts';
 import type * as feed from '../../src/events/feed.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
 import type * as message from '../../src/messages/message.repository.ts';
 import type * as retention from '../../src/retention/retention.repository.ts';
+import type * as team from '../../src/team/team.repository.ts';
 import type * as tenant from '../../src/tenants/tenant.repository.ts';
 import type * as visitor from '../../src/visitors/visitor.repository.ts';
 import type * as widget from '../../src/widgets/widget.repository.ts';
@@ -70,6 +72,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     insertContact: [{ id: 'ct', tenant_id: 'tn', name: 'n', email: null, phone: null, company: null, custom_attributes: {}, now: NOW }],
     updateContact: ['ct', { name: 'n', custom_attributes: {} }, NOW],
     deleteContact: ['ct'],
+    findOrCreateContactByEmail: { cases: { existing: ['tn', 'e@example.com', 'n', NOW], 'new': { args: ['tn', 'e@example.com', 'n', NOW], rows: [0, 1, 1] } } },
   }),
   'conversations/conversation.repository.ts': of<typeof conversation>({
     findConversation: ['conv', 'usr'],
@@ -106,6 +109,10 @@ export const samples: Record<string, Record<string, unknown>> = {
     releaseConversationsOf: ['usr', NOW],
     insertSurvey: [{ id: 'srv', tenant_id: 'tn', conversation_id: 'conv', created_at: NOW }],
     findConversationVisitor: ['conv'],
+    findVisitorConversation: ['conv', 'vis'],
+    listVisitorConversations: ['vis', 100],
+    lockLatestSurvey: ['conv'],
+    recordSurveyAnswer: ['srv', { rating: 5, comment: null, answeredAt: NOW }],
   }),
   'departments/department.repository.ts': of<typeof department>({
     listDepartments: [PAGE],
@@ -117,6 +124,14 @@ export const samples: Record<string, Record<string, unknown>> = {
     addDepartmentMembers: ['tn', 'd', ['usr']],
     removeDepartmentMember: ['d', 'usr'],
     activeMemberIds: [['usr']],
+  }),
+  'events/event.repository.ts': of<typeof event>({
+    insertEvent: {
+      cases: {
+        'about a conversation': [{ id: 'evt', tenant_id: 'tn', type: 'message.created', data: {}, conversation_id: 'conv', internal: false, recipients: [], created_at: NOW }],
+        'about nothing in particular': [{ id: 'evt', tenant_id: 'tn', type: 'csat.submitted', data: {}, conversation_id: null, internal: true, recipients: ['usr'], created_at: NOW }],
+      },
+    },
   }),
   'events/feed.repository.ts': of<typeof feed>({
     tenantLockKey: { skip: 'a fragment of the statements below' },
@@ -178,8 +193,27 @@ export const samples: Record<string, Record<string, unknown>> = {
     activateMembership: ['tn', 'usr'],
     findMembershipAnyStatus: ['tn', 'usr'],
   }),
+  'team/team.repository.ts': of<typeof team>({
+    listActiveMembers: [],
+    listDepartmentMemberships: [],
+    countOpenConversationsByAssignee: [],
+  }),
   'visitors/visitor.repository.ts': of<typeof visitor>({
     touchVisitors: [['vis'], NOW],
+    visitorExists: ['vis'],
+    listVisitorsSeenSince: { cases: { all: [NOW, {}, PAGE], 'one widget': [NOW, { widgetId: 'wgt' }, PAGE] } },
+    findVisitor: ['vis'],
+    recentPagesOf: ['vis', 20],
+    conversationsOfVisitor: ['vis', 50],
+    findVisitorIdentity: ['vis'],
+    insertVisitor: [{ id: 'vis', tenant_id: 'tn', widget_id: 'wgt', contact_id: null, email: null, name: null, now: NOW }],
+    updateVisitorSession: {
+      cases: {
+        anonymous: ['vis', { widget_id: 'wgt', now: NOW }],
+        identified: ['vis', { widget_id: 'wgt', now: NOW, identity: { contact_id: 'ct', email: 'e@example.com', name: 'n' } }],
+      },
+    },
+    insertPageView: ['tn', 'vis', { url: 'https://example.com/', title: 't', referrer: 'r' }, NOW],
   }),
   'widgets/widget.repository.ts': of<typeof widget>({
     listWidgets: [PAGE],

@@ -119,3 +119,42 @@ returning
 delete from "contacts"
 where
   "id" = $1;
+
+-- contact.findOrCreateContactByEmail (existing)
+select
+  "id"
+from
+  "contacts"
+where
+  lower(email) = $1;
+
+-- contact.findOrCreateContactByEmail (new) [1/3]
+select
+  "id"
+from
+  "contacts"
+where
+  lower(email) = $1;
+
+-- contact.findOrCreateContactByEmail (new) [2/3]
+insert into
+  "contacts" (
+    "id",
+    "tenant_id",
+    "email",
+    "name",
+    "custom_attributes",
+    "created_at",
+    "updated_at"
+  )
+values
+  ($1, $2, $3, $4, $5, $6, $7)
+on conflict do nothing;
+
+-- contact.findOrCreateContactByEmail (new) [3/3]
+select
+  "id"
+from
+  "contacts"
+where
+  lower(email) = $1;

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/api.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Contact } from '../db/schema.ts';
 import type { Principal } from '../shared/principal.ts';
@@ -28,6 +28,18 @@ const emailTaken = (err: unknown): never => {
   throw err;
 };
 
+// For other features' work inside their own transactions (a conversation names a contact; a visitor's
+// verified e-mail is a contact; a visitor's page shows theirs).
+
+/** The contact as the API shows it, or undefined when it is not in this tenant. */
+export async function contactInTransaction(trx: Tx, id: string): Promise<S['Contact'] | undefined> {
+  const row = await repo.findContact(trx, id);
+  return row ? toDto(row) : undefined;
+}
+
+/** The id of the contact with this e-mail, created if missing. */
+export const contactForEmail = (trx: Tx, tenantId: string, email: string, name: string | undefined, now: Date): Promise<string> =>
+  repo.findOrCreateContactByEmail(trx, tenantId, email, name, now);
 
 export class ContactService {
   readonly #database: Database;

@@ -334,3 +334,105 @@ from
   "conversations"
 where
   "id" = $1;
+
+-- conversation.findVisitorConversation
+select
+  "id",
+  "status",
+  "last_message",
+  "last_message_at",
+  "created_at",
+  (
+    select
+      json_build_object(
+        'id',
+        s.id,
+        'status',
+        s.status,
+        'rating',
+        s.rating,
+        'comment',
+        s.comment,
+        'answered_at',
+        s.answered_at
+      )
+    from
+      surveys s
+    where
+      s.conversation_id = conversations.id
+    order by
+      s.created_at desc,
+      s.id desc
+    limit
+      1
+  ) as "survey"
+from
+  "conversations"
+where
+  "id" = $1
+  and "visitor_id" = $2;
+
+-- conversation.listVisitorConversations
+select
+  "id",
+  "status",
+  "last_message",
+  "last_message_at",
+  "created_at",
+  (
+    select
+      json_build_object(
+        'id',
+        s.id,
+        'status',
+        s.status,
+        'rating',
+        s.rating,
+        'comment',
+        s.comment,
+        'answered_at',
+        s.answered_at
+      )
+    from
+      surveys s
+    where
+      s.conversation_id = conversations.id
+    order by
+      s.created_at desc,
+      s.id desc
+    limit
+      1
+  ) as "survey"
+from
+  "conversations"
+where
+  "visitor_id" = $1
+order by
+  "last_activity_at" desc,
+  "id" desc
+limit
+  $2;
+
+-- conversation.lockLatestSurvey
+select
+  *
+from
+  "surveys"
+where
+  "conversation_id" = $1
+order by
+  "created_at" desc,
+  "id" desc
+limit
+  $2
+for update;
+
+-- conversation.recordSurveyAnswer
+update "surveys"
+set
+  "status" = $1,
+  "rating" = $2,
+  "comment" = $3,
+  "answered_at" = $4
+where
+  "id" = $5;

@@ -12,8 +12,8 @@ import { newId } from '../shared/ids.ts';
 import { DEFAULT_PAGE_SIZE, keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
 import * as tenantRepo from '../tenants/tenant.repository.ts';
-import { findContact } from '../contacts/contact.repository.ts';
-import { visitorExists } from '../visitors/visitor.repository.ts';
+import { contactInTransaction } from '../contacts/contact.service.ts';
+import { visitorExists } from '../visitors/visitor.service.ts';
 import * as repo from './conversation.repository.ts';
 
 type S = components['schemas'];
@@ -148,7 +148,7 @@ export class ConversationService {
     }
     return this.#tx(principal, async (trx, emit) => {
       if (input.visitor_id && !(await visitorExists(trx, input.visitor_id))) throw notFound('Visitor');
-      if (input.contact_id && !(await findContact(trx, input.contact_id))) throw notFound('Contact');
+      if (input.contact_id && !(await contactInTransaction(trx, input.contact_id))) throw notFound('Contact');
       if (input.department_id && !(await repo.departmentExists(trx, input.department_id))) throw invalidDepartment();
       const now = new Date();
       const id = newId('conversation');

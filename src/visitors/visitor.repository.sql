@@ -6,3 +6,189 @@ set
   "last_seen_at" = $1
 where
   "id" in ($2);
+
+-- visitor.visitorExists
+select
+  "id"
+from
+  "visitors"
+where
+  "id" = $1;
+
+-- visitor.listVisitorsSeenSince (all) [1/2]
+select
+  "v"."id",
+  "v"."name",
+  "v"."email",
+  "v"."contact_id",
+  "v"."widget_id",
+  "v"."last_seen_at",
+  (
+    select
+      json_build_object('url', p.url, 'title', p.title)
+    from
+      page_views p
+    where
+      p.visitor_id = v.id
+    order by
+      p.viewed_at desc,
+      p.id desc
+    limit
+      1
+  ) as "current_page"
+from
+  "visitors" as "v"
+where
+  "v"."last_seen_at" >= $1
+order by
+  "v"."last_seen_at" desc,
+  "v"."id" desc
+limit
+  $2
+offset
+  $3;
+
+-- visitor.listVisitorsSeenSince (all) [2/2]
+select
+  count(*) as "total"
+from
+  "visitors" as "v"
+where
+  "v"."last_seen_at" >= $1;
+
+-- visitor.listVisitorsSeenSince (one widget) [1/2]
+select
+  "v"."id",
+  "v"."name",
+  "v"."email",
+  "v"."contact_id",
+  "v"."widget_id",
+  "v"."last_seen_at",
+  (
+    select
+      json_build_object('url', p.url, 'title', p.title)
+    from
+      page_views p
+    where
+      p.visitor_id = v.id
+    order by
+      p.viewed_at desc,
+      p.id desc
+    limit
+      1
+  ) as "current_page"
+from
+  "visitors" as "v"
+where
+  "v"."last_seen_at" >= $1
+  and "v"."widget_id" = $2
+order by
+  "v"."last_seen_at" desc,
+  "v"."id" desc
+limit
+  $3
+offset
+  $4;
+
+-- visitor.listVisitorsSeenSince (one widget) [2/2]
+select
+  count(*) as "total"
+from
+  "visitors" as "v"
+where
+  "v"."last_seen_at" >= $1
+  and "v"."widget_id" = $2;
+
+-- visitor.findVisitor
+select
+  *
+from
+  "visitors"
+where
+  "id" = $1;
+
+-- visitor.recentPagesOf
+select
+  "url",
+  "title",
+  "referrer",
+  "viewed_at"
+from
+  "page_views"
+where
+  "visitor_id" = $1
+order by
+  "viewed_at" desc,
+  "id" desc
+limit
+  $2;
+
+-- visitor.conversationsOfVisitor
+select
+  "id",
+  "status",
+  "last_message_at"
+from
+  "conversations"
+where
+  "visitor_id" = $1
+order by
+  "last_activity_at" desc
+limit
+  $2;
+
+-- visitor.findVisitorIdentity
+select
+  "id",
+  "contact_id"
+from
+  "visitors"
+where
+  "id" = $1;
+
+-- visitor.insertVisitor
+insert into
+  "visitors" (
+    "id",
+    "tenant_id",
+    "widget_id",
+    "contact_id",
+    "email",
+    "name",
+    "last_seen_at",
+    "created_at"
+  )
+values
+  ($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- visitor.updateVisitorSession (anonymous)
+update "visitors"
+set
+  "last_seen_at" = $1,
+  "widget_id" = $2
+where
+  "id" = $3;
+
+-- visitor.updateVisitorSession (identified)
+update "visitors"
+set
+  "last_seen_at" = $1,
+  "widget_id" = $2,
+  "contact_id" = $3,
+  "email" = $4,
+  "name" = $5
+where
+  "id" = $6;
+
+-- visitor.insertPageView
+insert into
+  "page_views" (
+    "tenant_id",
+    "visitor_id",
+    "url",
+    "title",
+    "referrer",
+    "viewed_at"
+  )
+values
+  ($1, $2, $3, $4, $5, $6);

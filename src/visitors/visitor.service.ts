@@ -1,6 +1,7 @@
 import type { components } from '../../generated/api.ts';
-import { findContact } from '../contacts/contact.repository.ts';
-import type { Database } from '../db/database.ts';
+import { contactInTransaction } from '../contacts/contact.service.ts';
+import type { Database, Tx } from '../db/database.ts';
+import { newId } from '../shared/ids.ts';
 import type { Principal } from '../shared/principal.ts';
 import { notFound } from '../shared/errors.ts';
 import { DEFAULT_PAGE_SIZE, pageOf } from '../shared/pagination.ts';
@@ -12,6 +13,33 @@ type S = components['schemas'];
 export const ONLINE_WINDOW_MS = 60_000;
 const RECENT_PAGES = 20;
 const RECENT_CONVERSATIONS = 50;
+
+/** For other features' work inside their transactions: whether the visitor exists in this tenant. */
+export const visitorExists = (trx: Tx, id: string): Promise<boolean> => visitors.visitorExists(trx, id);
+
+/** A returning or new visitor's session: seen now, on this widget, identified when the widget verified them. */
+export async function recordVisitorSession(
+  trx: Tx,
+  session: { returningId: string | undefined; tenantId: string; widgetId: string; contactId: string | null; user?: { email: string; name?: string | undefined } | undefined; page: { url: string; title?: string | undefined; referrer?: string | undefined }; now: Date },
+): Promise<string> {
+  const { now, user, contactId } = session;
+  const existing = session.returningId ? await visitors.findVisitorIdentity(trx, session.returningId) : undefined;
+  const id = existing?.id ?? newId('visitor');
+  if (existing) {
+    const identity = contactId && user ? { contact_id: contactId, email: user.email, name: user.name } : undefined;
+    await visitors.updateVisitorSession(trx, id, { widget_id: session.widgetId, now, identity });
+  } else {
+    await visitors.insertVisitor(trx, { id, tenant_id: session.tenantId, widget_id: session.widgetId, contact_id: contactId, email: user?.email ?? null, name: user?.name ?? null, now });
+  }
+  await visitors.insertPageView(trx, session.tenantId, id, session.page, now);
+  return id;
+}
+
+/** A page view of a visitor in session: it keeps them on the online list. */
+export async function recordVisitorPage(trx: Tx, tenantId: string, visitorId: string, page: { url: string; title?: string | undefined; referrer?: string | undefined }, now: Date): Promise<void> {
+  await visitors.insertPageView(trx, tenantId, visitorId, page, now);
+  await visitors.touchVisitors(trx, [visitorId], now);
+}
 
 export class VisitorService {
   readonly #database: Database;
@@ -37,7 +65,7 @@ export class VisitorService {
       const v = await visitors.findVisitor(trx, id);
       if (!v) throw notFound('Visitor');
       const pages = await visitors.recentPagesOf(trx, id, RECENT_PAGES);
-      const contact = v.contact_id ? await findContact(trx, v.contact_id) : undefined;
+      const contact = v.contact_id ? await contactInTransaction(trx, v.contact_id) : undefined;
       const conversations = await visitors.conversationsOfVisitor(trx, id, RECENT_CONVERSATIONS);
       return {
         id: v.id,
@@ -49,18 +77,7 @@ export class VisitorService {
         created_at: v.created_at.toISOString(),
         last_seen_at: v.last_seen_at.toISOString(),
         recent_pages: pages.map((p) => ({ ...p, viewed_at: p.viewed_at.toISOString() })),
-        contact: contact
-          ? {
-              id: contact.id,
-              name: contact.name,
-              email: contact.email,
-              phone: contact.phone,
-              company: contact.company,
-              custom_attributes: contact.custom_attributes as S['CustomAttributes'],
-              created_at: contact.created_at.toISOString(),
-              updated_at: contact.updated_at.toISOString(),
-            }
-          : null,
+        contact: contact ?? null,
         conversations: conversations.map((c) => ({ id: c.id, status: c.status, last_message_at: c.last_message_at?.toISOString() ?? null })),
       };
     });

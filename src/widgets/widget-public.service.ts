@@ -17,8 +17,8 @@ import { AppError, conflict, forbidden, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf } from '../shared/pagination.ts';
 import { originAllowed } from './domain.ts';
-import * as visitors from '../visitors/visitor.repository.ts';
-import { findOrCreateContactByEmail } from '../contacts/contact.repository.ts';
+import { recordVisitorPage, recordVisitorSession } from '../visitors/visitor.service.ts';
+import { contactForEmail } from '../contacts/contact.service.ts';
 import * as repo from './widget.repository.ts';
 
 type S = components['schemas'];
@@ -89,24 +89,16 @@ export class WidgetPublicService {
     const now = new Date();
     const { visitorId, contactId } = await this.#database.withTenant(widget.tenant_id, async (trx) => {
       let contactId: string | null = null;
-      if (input.user) contactId = await findOrCreateContactByEmail(trx, widget.tenant_id, input.user.email, input.user.name, now);
-      const existing = returning ? await visitors.findVisitorIdentity(trx, returning) : undefined;
-      const id = existing?.id ?? newId('visitor');
-      if (existing) {
-        const identity = contactId && input.user ? { contact_id: contactId, email: input.user.email, name: input.user.name } : undefined;
-        await visitors.updateVisitorSession(trx, id, { widget_id: widget.id, now, identity });
-      } else {
-        await visitors.insertVisitor(trx, {
-          id,
-          tenant_id: widget.tenant_id,
-          widget_id: widget.id,
-          contact_id: contactId,
-          email: input.user?.email ?? null,
-          name: input.user?.name ?? null,
-          now,
-        });
-      }
-      await visitors.insertPageView(trx, widget.tenant_id, id, { url: input.page_url, title: input.page_title, referrer: input.referrer }, now);
+      if (input.user) contactId = await contactForEmail(trx, widget.tenant_id, input.user.email, input.user.name, now);
+      const id = await recordVisitorSession(trx, {
+        returningId: returning,
+        tenantId: widget.tenant_id,
+        widgetId: widget.id,
+        contactId,
+        user: input.user,
+        page: { url: input.page_url, title: input.page_title, referrer: input.referrer },
+        now,
+      });
       return { visitorId: id, contactId };
     });
     const token = this.#tokens.signVisitorToken({ visitorId, tenantId: widget.tenant_id, widgetId: widget.id, contactId: contactId ?? undefined });
@@ -121,8 +113,7 @@ export class WidgetPublicService {
   async recordPageView(visitor: VisitorPrincipal, input: S['PageViewCreate']): Promise<{ recorded: true }> {
     await this.#database.withTenant(visitor.tenantId, async (trx) => {
       const now = new Date();
-      await visitors.insertPageView(trx, visitor.tenantId, visitor.visitorId, input, now);
-      await visitors.touchVisitors(trx, [visitor.visitorId], now);
+      await recordVisitorPage(trx, visitor.tenantId, visitor.visitorId, input, now);
     });
     return { recorded: true };
   }
