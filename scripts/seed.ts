@@ -3,6 +3,7 @@
 import { PasswordHasher } from '../src/auth/password.ts';
 import * as authRepo from '../src/auth/auth.repository.ts';
 import { loadConfig } from '../src/config.ts';
+import { DataDirLockedError } from '../src/db/data-dir-lock.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import * as departmentRepo from '../src/departments/department.repository.ts';
@@ -18,7 +19,13 @@ const people = [
 ] as const;
 
 const config = loadConfig();
-const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
+// The embedded database is one process's: with the service running on it, the seed stops here rather
+// than write beside it (that corrupted it). Seed first, then start the service.
+const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 }).catch((err: unknown) => {
+  if (!(err instanceof DataDirLockedError)) throw err;
+  console.error(`${err.message}\n\nnpm run seed cannot run beside the service on the embedded database: stop the service (process ${err.pid}), run the seed, then start the service again.`);
+  process.exit(75);
+});
 const passwords = new PasswordHasher(config.bcryptCost);
 try {
   await migrateToLatest(database.db);

@@ -12,7 +12,9 @@ import { MemoryTicketStore, RedisTicketStore } from './realtime/tickets.ts';
 import { PasswordHasher } from './auth/password.ts';
 import { TokenService } from './auth/tokens.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
+import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
+import { isConnectionError } from './db/errors.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Scheduler } from './jobs/scheduler.ts';
 import { retentionJobs } from './retention/retention.jobs.ts';
@@ -34,6 +36,7 @@ export async function startService(config: Config): Promise<RunningService> {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolMax: config.databasePoolMax,
+    onConnectionError: (err) => logger.warn({ err }, 'database connection lost'),
   });
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
@@ -50,7 +53,9 @@ export async function startService(config: Config): Promise<RunningService> {
   const bus = new EventBus();
   const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
   const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
-  const fanout = redisClient ? await RedisFanout.create(redisClient) : new LocalFanout();
+  const fanout = redisClient
+    ? await RedisFanout.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error'))
+    : new LocalFanout();
   const { app, services } = buildApp({
     config,
     logger,
@@ -130,7 +135,18 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const service = await startService(config);
+  // Work no request awaits (socket opens and frames in the realtime gateway) can reject when the
+  // database goes away; that must not end the process. Any other unhandled rejection still does.
+  const fallbackLogger = pino({ level: config.logLevel });
+  process.on('unhandledRejection', (reason) => {
+    if (!isConnectionError(reason)) throw reason;
+    fallbackLogger.warn({ err: reason }, 'database connection lost under background work');
+  });
+  const service = await startService(config).catch((err: unknown) => {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    console.error(err.message);
+    return process.exit(75);
+  });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       service.stop().then(

@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 import { PGlitePool } from './pglite-pool.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
 // nothing from the app.
@@ -40,6 +41,8 @@ export interface DatabaseOptions {
   poolMax: number;
   /** Sees every statement Kysely runs (the benchmark captures the app's SQL with it). */
   onQuery?: (sql: string, parameters: readonly unknown[]) => void;
+  /** Hears connections lost under the pool (the server restarted or went away); they are not fatal. */
+  onConnectionError?: (err: Error) => void;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -52,7 +55,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
           oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
+      // An unreachable server fails the request (503) instead of holding it for as long as TCP tries.
+      connectionTimeoutMillis: 10_000,
     });
+    survivePoolErrors(pool, options.onConnectionError ?? (() => undefined));
     return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }));
   }
   let dataDir: string | undefined;
@@ -64,8 +70,27 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     dataDir = resolve(join(options.dataDir, 'pglite'));
   }
   if (dataDir) await mkdir(dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
-  return wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }), ...logOption(options) }));
+  const lock = dataDir ? await lockDataDir(dataDir) : undefined;
+  try {
+    const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
+    const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }), ...logOption(options) }));
+    // Kysely ends its pool only if it ever connected: PGlite is closed here too, so a database opened
+    // and closed unused does not stay open under its data directory (and its lock).
+    const close = () => database.close().then(() => (pglite.closed ? undefined : pglite.close()));
+    return { ...database, close: () => close().finally(() => lock?.release()) };
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
+}
+
+// A connection the server ends (a restart, a failover, a proxy gone) is an 'error' event on its client
+// and, while idle, on the pool; unheard, either one ends the process. The pool drops such clients and
+// connects afresh when asked, so hearing them is all the recovery there is; the request that was using
+// one fails and is answered 503 (see asUnavailable). The pool's event repeats the client's: heard once.
+function survivePoolErrors(pool: pg.Pool, onError: (err: Error) => void) {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', onError));
 }
 
 const logOption = (options: DatabaseOptions) =>

@@ -1,3 +1,5 @@
+import { AppError } from '../shared/errors.ts';
+
 // PostgreSQL reports the same SQLSTATE codes through pg and PGlite.
 const UNIQUE_VIOLATION = '23505';
 
@@ -7,4 +9,39 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   if (e.code !== UNIQUE_VIOLATION) return false;
   if (!constraint) return true;
   return e.constraint === constraint || (typeof e.message === 'string' && e.message.includes(`"${constraint}"`));
+}
+
+/** Seconds a client is asked to wait while the database does not answer. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+// The socket's errors (the server is down, restarting or unreachable), the server's own "going away"
+// codes (57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now, 53300 too many
+// connections, class 08 connection exceptions) and what pg says when a connection ends under it.
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+const PG_MESSAGES = [
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'timeout exceeded when trying to connect',
+];
+
+/** True when err says the database cannot be reached now (as opposed to refusing a statement). */
+export function isConnectionError(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 3) return false;
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown };
+  if (typeof e.code === 'string' && (SOCKET_CODES.has(e.code) || SERVER_CODES.has(e.code) || /^08[0-9A-Z]{3}$/.test(e.code))) return true;
+  if (typeof e.message === 'string' && PG_MESSAGES.some((m) => (e.message as string).startsWith(m))) return true;
+  // Connecting to a name with several addresses fails with an AggregateError of each attempt.
+  if (Array.isArray(e.errors) && e.errors.some((inner) => isConnectionError(inner, depth + 1))) return true;
+  return isConnectionError(e.cause, depth + 1);
+}
+
+/** The AppError a lost database connection stands for, or undefined if err is something else. */
+export function asUnavailable(err: unknown): AppError | undefined {
+  if (err instanceof AppError || !isConnectionError(err)) return undefined;
+  return new AppError('ERR_UNAVAILABLE', 'The database does not answer; retry shortly', {
+    headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+    cause: err,
+  });
 }

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { asUnavailable } from '../db/errors.ts';
 import { AppError, type ErrorCode, INVALID_REQUEST } from '../shared/errors.ts';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -66,6 +67,9 @@ const isHttpishError = (err: unknown): err is ValidatorError & { type?: string }
 // their details out of the answer (they are logged instead).
 export function toAppError(err: unknown): { error: AppError; unexpected: boolean } {
   if (err instanceof AppError) return { error: err, unexpected: false };
+  // A lost database is the service being unavailable for a moment, not a failure of this request's code.
+  const unavailable = asUnavailable(err);
+  if (unavailable) return { error: unavailable, unexpected: false };
   if (isHttpishError(err)) {
     const bodyParserType = (err as { type?: string }).type;
     if (bodyParserType === 'entity.too.large') {

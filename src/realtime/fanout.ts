@@ -54,8 +54,11 @@ export class RedisFanout implements Fanout {
     this.#subscriber = subscriber;
   }
 
-  static async create(redis: RedisClientType): Promise<RedisFanout> {
+  static async create(redis: RedisClientType, onError: (err: Error) => void = () => undefined): Promise<RedisFanout> {
     const subscriber = redis.duplicate() as RedisClientType;
+    // A duplicate does not inherit listeners: an unheard 'error' (Redis restarting) would end the process.
+    // The client reconnects and resubscribes by itself.
+    subscriber.on('error', onError);
     await subscriber.connect();
     return new RedisFanout(redis, subscriber);
   }
