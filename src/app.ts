@@ -9,6 +9,7 @@ import { authHandlers } from './auth/auth.handlers.ts';
 import { AuthService } from './auth/auth.service.ts';
 import type { PasswordHasher } from './auth/password.ts';
 import type { TokenService } from './auth/tokens.ts';
+import { SessionCache } from './auth/session-cache.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import { cannedResponseHandlers } from './canned-responses/canned-response.handlers.ts';
@@ -65,6 +66,8 @@ export interface AppDeps {
   presence?: PresenceStore;
   /** Tickets for browsers' WebSocket connections (Redis-backed with several instances). */
   tickets?: TicketStore;
+  /** Live logins remembered briefly; changes reach every instance (Redis-backed with several instances). */
+  sessions?: SessionCache;
 }
 
 export interface AppOptions {
@@ -78,10 +81,12 @@ export function createServices(deps: AppDeps) {
   const appUrl = deps.config.appUrl;
   const bus = deps.bus ?? new EventBus();
   const presence = deps.presence ?? everyoneOffline;
+  const sessions = deps.sessions ?? new SessionCache();
   return {
     bus,
-    auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger }),
-    tenants: new TenantService({ database, mailer, appUrl, logger, bus }),
+    sessions,
+    auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions }),
+    tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions }),
     departments: new DepartmentService(database),
     apiKeys: new ApiKeyService(database),
     conversations: new ConversationService({ database, bus, presence }),

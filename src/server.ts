@@ -11,6 +11,7 @@ import { MemoryPresenceTracker, RedisPresenceTracker } from './realtime/presence
 import { MemoryTicketStore, RedisTicketStore } from './realtime/tickets.ts';
 import { PasswordHasher } from './auth/password.ts';
 import { TokenService } from './auth/tokens.ts';
+import { LocalSessionChanges, RedisSessionChanges, SessionCache } from './auth/session-cache.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/database.ts';
@@ -56,6 +57,10 @@ export async function startService(config: Config): Promise<RunningService> {
   const fanout = redisClient
     ? await RedisFanout.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error'))
     : new LocalFanout();
+  const sessions = new SessionCache(
+    redisClient ? await RedisSessionChanges.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : new LocalSessionChanges(),
+    config.sessionCacheMs,
+  );
   const { app, services } = buildApp({
     config,
     logger,
@@ -66,6 +71,7 @@ export async function startService(config: Config): Promise<RunningService> {
     bus,
     presence,
     tickets,
+    sessions,
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
 
@@ -84,6 +90,7 @@ export async function startService(config: Config): Promise<RunningService> {
     tickets,
     presence,
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
+    sessionChanges: sessions,
     findApiKey: (key) => services.apiKeys.authenticate(key),
     authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger,
@@ -105,6 +112,7 @@ export async function startService(config: Config): Promise<RunningService> {
       logger.info('shutting down');
       await scheduler.stop();
       await gateway.close();
+      await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
       // A keep-alive connection whose last response just finished turns idle after close() was called,
       // so idle connections are swept until the server is closed, not once.

@@ -368,8 +368,19 @@ describe('realtime gateway', function () {
       const t = await createTenant();
       const c = await open(rt.wsUrl, bearer(t.owner.accessToken));
       await request(rt.app).post('/api/v1/auth/logout').send({ refresh_token: t.owner.refreshToken }).expect(200);
-      await rt.gateway.checkSessions();
+      // At once: no heartbeat is needed (the logout tells every instance).
       expect((await c.closed).code).to.equal(CLOSE.credentials);
+    });
+
+    it('a member removed from the team loses their sockets at once, and their cached login with them', async () => {
+      const t = await createTenant();
+      const agent = await addMember(t);
+      const token = await login(agent.email);
+      await request(rt.app).get(`/api/v1/tenants/${t.tenantId}`).set(bearer(token)).expect(200); // now cached
+      const c = await open(rt.wsUrl, bearer(token));
+      await request(rt.app).delete(`/api/v1/tenants/${t.tenantId}/members/${agent.userId}`).set(bearer(t.owner.accessToken)).expect(200);
+      expect((await c.closed).code).to.equal(CLOSE.credentials);
+      await request(rt.app).get(`/api/v1/tenants/${t.tenantId}`).set(bearer(token)).expect(401);
     });
   });
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { SessionCache } from './session-cache.ts';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -41,6 +42,8 @@ export interface AuthDeps {
   mailer: Mailer;
   appUrl: string;
   logger: Logger;
+  /** Told when a login ends, so that no instance keeps treating it as live. */
+  sessions?: SessionCache;
   now?: () => Date;
 }
 
@@ -52,6 +55,7 @@ export class AuthService {
   readonly #appUrl: string;
   readonly #logger: Logger;
   readonly #now: () => Date;
+  readonly #sessions: SessionCache | undefined;
 
   constructor(deps: AuthDeps) {
     this.#db = deps.database;
@@ -61,6 +65,7 @@ export class AuthService {
     this.#appUrl = deps.appUrl;
     this.#logger = deps.logger;
     this.#now = deps.now ?? (() => new Date());
+    this.#sessions = deps.sessions;
   }
 
   async register(input: Schemas['RegisterRequest']): Promise<Schemas['RegisterResponse']> {
@@ -105,12 +110,14 @@ export class AuthService {
   async refresh(refreshToken: string): Promise<TokenPair> {
     const now = this.#now();
     // The outcome is returned, not thrown, so that revoking a stolen family commits.
+    let revoked: string | undefined;
     const outcome = await this.#db.asSystem(async (trx): Promise<TokenPair | AppError> => {
       const token = await repo.findRefreshTokenByHash(trx, hashOpaqueToken(refreshToken));
       if (!token || token.revoked_at || token.expires_at <= now) return invalidRefreshToken();
       if (token.rotated_at) {
         if (now.getTime() - token.rotated_at.getTime() > REFRESH_REUSE_GRACE_MS) {
           await repo.revokeFamily(trx, token.family_id, now);
+          revoked = token.family_id;
           this.#logger.warn({ family_id: token.family_id, user_id: token.user_id }, 'refresh token reused: login revoked');
         }
         return invalidRefreshToken();
@@ -118,19 +125,23 @@ export class AuthService {
       if (!(await repo.claimRefreshToken(trx, token.id, now))) return invalidRefreshToken();
       if (!(await tenantRepo.findActiveMembership(trx, token.tenant_id, token.user_id))) {
         await repo.revokeFamily(trx, token.family_id, now);
+        revoked = token.family_id;
         return forbidden('You are no longer an active member of this tenant');
       }
       return this.#continueSession(trx, token.user_id, token.tenant_id, token.family_id);
     });
+    if (revoked) this.#sessions?.changed({ sessionId: revoked });
     if (outcome instanceof AppError) throw outcome;
     return outcome;
   }
 
   async logout(refreshToken: string): Promise<{ logged_out: true }> {
-    await this.#db.asSystem(async (trx) => {
+    const familyId = await this.#db.asSystem(async (trx) => {
       const token = await repo.findRefreshTokenByHash(trx, hashOpaqueToken(refreshToken));
       if (token) await repo.revokeFamily(trx, token.family_id, this.#now());
+      return token?.family_id;
     });
+    if (familyId) this.#sessions?.changed({ sessionId: familyId });
     return { logged_out: true };
   }
 
@@ -155,14 +166,16 @@ export class AuthService {
 
   async resetPassword(input: Schemas['ResetPasswordRequest']): Promise<{ password_reset: true }> {
     const passwordHash = await this.#passwords.hash(input.password);
-    await this.#db.asSystem(async (trx) => {
+    const userId = await this.#db.asSystem(async (trx) => {
       const row = await this.#useMailToken(trx, input.token, 'reset_password');
       const now = this.#now();
       // Whoever holds the mailbox holds the account: the address counts as verified from here on.
       const user = await repo.findUser(trx, row.user_id);
       await repo.updateUser(trx, row.user_id, { password_hash: passwordHash, ...(user?.email_verified_at ? {} : { email_verified_at: now }) });
       await repo.revokeUserFamilies(trx, row.user_id, now);
+      return row.user_id;
     });
+    this.#sessions?.changed({ userId });
     return { password_reset: true };
   }
 

@@ -12,7 +12,8 @@ import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
 import type { PresenceTracker } from './presence-tracker.ts';
 import { TenantStream, type StreamContext } from './tenant-stream.ts';
-import { armExpiry, heartbeat, markVisitorsSeen, type UpkeepContext } from './upkeep.ts';
+import { armExpiry, heartbeat, markVisitorsSeen, recheckMembers, type UpkeepContext } from './upkeep.ts';
+import type { SessionChange } from '../auth/session-cache.ts';
 
 export { CLOSE } from './connection.ts';
 
@@ -38,6 +39,8 @@ export interface GatewayDeps extends CredentialDeps {
   fanout: Fanout;
   presence: PresenceTracker;
   logger: Logger;
+  /** Ended logins and changed memberships, from any instance: their sockets are checked at once. */
+  sessionChanges?: { onChange(listener: (change: SessionChange) => void): void };
   options?: Partial<GatewayOptions>;
 }
 
@@ -82,6 +85,17 @@ export class RealtimeGateway {
       },
     });
     this.#timer = setInterval(() => void heartbeat(this.#upkeep, this.#connections), options.heartbeatMs);
+    deps.sessionChanges?.onChange((change) => void this.#recheck(change));
+  }
+
+  /** Re-checks the sockets a session change may have ended, instead of waiting for the next heartbeat. */
+  async #recheck(change: SessionChange): Promise<void> {
+    const affected = [...this.#connections].filter(
+      (c) =>
+        c.audience.kind === 'member' &&
+        ('sessionId' in change ? c.audience.sessionId === change.sessionId : c.audience.userId === change.userId && (change.tenantId ?? c.tenantId) === c.tenantId),
+    );
+    if (affected.length > 0) await recheckMembers(this.#upkeep, affected);
   }
 
   attach(server: Server): void {

@@ -64,6 +64,21 @@ export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Con
   }
   await ctx.presence.refresh(refresh).catch((err) => ctx.logger.error({ err }, 'presence refresh failed'));
   await markVisitorsSeen(ctx, connections);
+  await recheckSessions(ctx, sessions);
+}
+
+/** Closes the sockets of these members whose login ended or who left the team. */
+export async function recheckMembers(ctx: UpkeepContext, connections: Connection[]): Promise<void> {
+  const sessions = new Map<string, Connection[]>();
+  for (const conn of connections) {
+    if (conn.audience.kind !== 'member') continue;
+    const key = `${conn.tenantId}|${conn.audience.userId}|${conn.audience.sessionId}`;
+    sessions.set(key, [...(sessions.get(key) ?? []), conn]);
+  }
+  await recheckSessions(ctx, sessions);
+}
+
+async function recheckSessions(ctx: UpkeepContext, sessions: Map<string, Connection[]>): Promise<void> {
   for (const [key, conns] of sessions) {
     const [tenantId, userId, sessionId] = key.split('|') as [string, string, string];
     try {

@@ -6,6 +6,7 @@ import * as conversationRepo from '../conversations/conversation.repository.ts';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
+import { SessionCache } from '../auth/session-cache.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Tenant } from '../db/schema.ts';
 import type { Principal } from '../shared/principal.ts';
@@ -43,12 +44,14 @@ const toMemberDto = (m: { user_id: string; email: string; name: string; role: Ro
 
 export class TenantService {
   readonly #database: Database;
+  readonly #sessions: SessionCache;
   readonly #mailer: Mailer;
   readonly #appUrl: string;
   readonly #logger: Logger;
   readonly #bus: EventBus;
 
-  constructor(deps: { database: Database; mailer: Mailer; appUrl: string; logger: Logger; bus: EventBus }) {
+  constructor(deps: { database: Database; mailer: Mailer; appUrl: string; logger: Logger; bus: EventBus; sessions?: SessionCache }) {
+    this.#sessions = deps.sessions ?? new SessionCache();
     this.#database = deps.database;
     this.#bus = deps.bus;
     this.#mailer = deps.mailer;
@@ -58,7 +61,9 @@ export class TenantService {
 
   /** Whether the caller's login is live, and their role and seat in the tenant if they are an active member. */
   findSession(tenantId: string, userId: string, sessionId: string) {
-    return this.#database.asSystem((trx) => authRepo.findSession(trx, tenantId, userId, sessionId));
+    return this.#sessions.lookup(tenantId, userId, sessionId, () =>
+      this.#database.asSystem((trx) => authRepo.findSession(trx, tenantId, userId, sessionId)),
+    );
   }
 
   async createTenant(user: UserPrincipal, input: components['schemas']['TenantCreate']): Promise<TenantDto> {
@@ -148,7 +153,7 @@ export class TenantService {
 
   async updateMember(user: UserPrincipal, tenantId: string, userId: string, input: components['schemas']['MemberUpdate']): Promise<MemberDto> {
     ownTenant(user, tenantId);
-    return this.#database.withTenant(tenantId, async (trx) => {
+    const member = await this.#database.withTenant(tenantId, async (trx) => {
       const { target, activeOwners } = await repo.lockOwnersAndMember(trx, userId);
       if (!target) throw notFound('Member');
       const touchesOwner = target.role === 'owner' || input.role === 'owner';
@@ -162,6 +167,9 @@ export class TenantService {
       });
       return toMemberDto((await repo.findMember(trx, userId))!);
     });
+    // A new role or seat counts from the next request, on every instance.
+    this.#sessions.changed({ userId, tenantId });
+    return member;
   }
 
   async removeMember(user: UserPrincipal, tenantId: string, userId: string): Promise<{ id: string; deleted: true }> {
@@ -184,6 +192,7 @@ export class TenantService {
       }
     });
     await this.#database.asSystem((trx) => authRepo.revokeUserFamilies(trx, userId, new Date(), tenantId));
+    this.#sessions.changed({ userId, tenantId });
     return { id: userId, deleted: true };
   }
 }

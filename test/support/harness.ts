@@ -3,6 +3,7 @@ import type { Express } from 'express';
 import { type AppDeps, type AppOptions, createApp } from '../../src/app.ts';
 import { PasswordHasher } from '../../src/auth/password.ts';
 import { TokenService } from '../../src/auth/tokens.ts';
+import { SessionCache } from '../../src/auth/session-cache.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { type Mailer, type MailMessage } from '../../src/mail/mailer.ts';
@@ -49,6 +50,8 @@ export function getHarness(): Promise<Harness> {
       tokens: new TokenService(TEST_JWT_SECRET),
       passwords: new PasswordHasher(Number(process.env.BCRYPT_COST ?? 4)),
       mailer: memoryMailer,
+      // One cache for every app of the run, as one instance has: a logout through one app counts in all.
+      sessions: new SessionCache(),
     };
     return {
       database,

@@ -50,6 +50,7 @@ export async function startRealtime(
     tickets,
     presence,
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
+    sessionChanges: services.sessions,
     findApiKey: (key) => services.apiKeys.authenticate(key),
     authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger: h.deps.logger,
