@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import fc from 'fast-check';
 import request from 'supertest';
 import { addMember, createConversation, createTenant, eventsOf, login, messagesOf } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
@@ -167,5 +168,49 @@ describe('messages', () => {
     expect((await get(agentToken)).body.unread_count).to.equal(1);
     const readEvent = (await eventsOf(t, c.id)).find((e) => e.type === 'message.read')!;
     expect(readEvent.data).to.deep.equal({ conversation_id: c.id, reader_id: agent.userId, last_read_at: read.body.last_read_at });
+  });
+
+  it('property: unread counts kept as counters equal a recount, through any sends, notes, notices and reads', async () => {
+    const { app, database } = await getHarness();
+    const t = await createTenant();
+    const agent = await addMember(t);
+    const agentToken = await login(agent.email);
+    const readers = [
+      { id: t.owner.userId, token: t.owner.accessToken },
+      { id: agent.userId, token: agentToken },
+    ];
+    // What unread meant when it was counted per row: others' messages after the reader's mark, no system notices.
+    const recount = (conversationId: string, readerId: string) =>
+      database.withTenant(t.tenantId, async (trx) => {
+        const mark = await trx.selectFrom('read_marks').select('last_read_at').where('conversation_id', '=', conversationId).where('reader_id', '=', readerId).executeTakeFirst();
+        let q = trx.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).where('conversation_id', '=', conversationId).where('type', '<>', 'system');
+        q = q.where((eb) => eb.or([eb('sender_id', 'is', null), eb('sender_id', '<>', readerId)]));
+        if (mark?.last_read_at) q = q.where('created_at', '>', mark.last_read_at);
+        return Number((await q.executeTakeFirstOrThrow()).n);
+      });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.constantFrom('send', 'note', 'read', 'close-reopen'), fc.integer({ min: 0, max: 1 })), { minLength: 1, maxLength: 12 }),
+        async (steps) => {
+          const c = await createConversation(t);
+          for (const [step, who] of steps) {
+            const reader = readers[who]!;
+            if (step === 'send' || step === 'note') {
+              await send(reader.token, { conversation_id: c.id, content: step, internal: step === 'note' }).then((r) => expect(r.status).to.equal(201));
+            } else if (step === 'read') {
+              await request(app).post(`/api/v1/messages/${c.id}/read`).set(bearer(reader.token)).expect(200);
+            } else {
+              await request(app).post(`/api/v1/conversations/${c.id}/close`).set(bearer(reader.token)).expect(200);
+              await request(app).post(`/api/v1/conversations/${c.id}/reopen`).set(bearer(reader.token)).expect(200);
+            }
+          }
+          for (const reader of readers) {
+            const shown = (await request(app).get(`/api/v1/conversations/${c.id}`).set(bearer(reader.token)).expect(200)).body.unread_count;
+            expect(shown, `unread for ${reader.id === agent.userId ? 'agent' : 'owner'} after ${steps.map((s) => s.join(':')).join(', ')}`).to.equal(await recount(c.id, reader.id));
+          }
+        },
+      ),
+      { numRuns: 25, seed: 4711 },
+    );
   });
 });

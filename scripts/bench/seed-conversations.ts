@@ -19,10 +19,10 @@ export async function seedConversations(database: Database, tenantId: string, co
                  now() - make_interval(secs => i) AS at
           FROM generate_series(${start}, ${end}) AS i
         ), c AS (
-          INSERT INTO conversations (id, tenant_id, status, priority, subject, last_message, last_message_at, last_activity_at, created_at, updated_at, closed_at)
+          INSERT INTO conversations (id, tenant_id, status, priority, subject, last_message, last_message_at, last_activity_at, created_at, updated_at, closed_at, message_count)
           SELECT 'conv_' || ${uuidish('h')}, '${tenantId}',
                  CASE WHEN i % 3 = 2 THEN 'closed' ELSE 'open' END, (ARRAY['low','normal','high','urgent'])[1 + i % 4],
-                 'Question ' || i, 'Hello, message ' || i, at, at, at, at, CASE WHEN i % 3 = 2 THEN at END
+                 'Question ' || i, 'Hello, message ' || i, at, at, at, at, CASE WHEN i % 3 = 2 THEN at END, 1
           FROM rows
           RETURNING id, last_activity_at
         )

@@ -161,6 +161,7 @@ export const samples: Record<string, Record<string, unknown>> = {
         "the visitor's view, before a cursor": ['conv', { limit: 20, before: AFTER }, { publicOnly: true }],
       },
     },
+    countMessage: { cases: { 'by someone': [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: 'usr' }], 'by no one (system)': [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: null }] } },
     upsertReadMark: [{ tenant_id: 'tn', conversation_id: 'conv', reader_id: 'usr', last_read_at: NOW }],
     claimIdempotencyKey: {
       cases: {

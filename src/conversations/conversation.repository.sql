@@ -3,27 +3,17 @@
 -- conversation.findConversation
 select
   *,
-  (
-    select
-      count(*) as "n"
-    from
-      "messages" as "m"
-    where
-      "m"."conversation_id" = "conversations"."id"
-      and "m"."type" <> $1
-      and m.sender_id is distinct from $2
-      and "m"."created_at" > coalesce(
-        (
-          select
-            rm.last_read_at
-          from
-            read_marks rm
-          where
-            rm.conversation_id = conversations.id
-            and rm.reader_id = $3
-        ),
-        '-infinity'::timestamptz
-      )
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
   ) as "unread_count",
   (
     select
@@ -48,7 +38,7 @@ select
 from
   "conversations"
 where
-  "id" = $4;
+  "id" = $2;
 
 -- conversation.lockConversation
 select
@@ -105,27 +95,17 @@ where
 -- conversation.listConversations (first page) [1/2]
 select
   *,
-  (
-    select
-      count(*) as "n"
-    from
-      "messages" as "m"
-    where
-      "m"."conversation_id" = "conversations"."id"
-      and "m"."type" <> $1
-      and m.sender_id is distinct from $2
-      and "m"."created_at" > coalesce(
-        (
-          select
-            rm.last_read_at
-          from
-            read_marks rm
-          where
-            rm.conversation_id = conversations.id
-            and rm.reader_id = $3
-        ),
-        '-infinity'::timestamptz
-      )
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
   ) as "unread_count",
   (
     select
@@ -153,9 +133,9 @@ order by
   "last_activity_at" desc,
   "id" desc
 limit
-  $4
+  $2
 offset
-  $5;
+  $3;
 
 -- conversation.listConversations (first page) [2/2]
 select
@@ -176,27 +156,17 @@ from
 -- conversation.listConversations (every filter, after a cursor) [1/2]
 select
   *,
-  (
-    select
-      count(*) as "n"
-    from
-      "messages" as "m"
-    where
-      "m"."conversation_id" = "conversations"."id"
-      and "m"."type" <> $1
-      and m.sender_id is distinct from $2
-      and "m"."created_at" > coalesce(
-        (
-          select
-            rm.last_read_at
-          from
-            read_marks rm
-          where
-            rm.conversation_id = conversations.id
-            and rm.reader_id = $3
-        ),
-        '-infinity'::timestamptz
-      )
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
   ) as "unread_count",
   (
     select
@@ -221,24 +191,24 @@ select
 from
   "conversations"
 where
-  "status" = $4
+  "status" = $2
   and "assigned_user_id" is null
-  and "department_id" = $5
-  and "priority" = $6
-  and "visitor_id" = $7
-  and "contact_id" = $8
+  and "department_id" = $3
+  and "priority" = $4
+  and "visitor_id" = $5
+  and "contact_id" = $6
   and (
-    "subject" ilike $9
-    or "last_message" ilike $10
+    "subject" ilike $7
+    or "last_message" ilike $8
   )
-  and (last_activity_at, id) < ($11, $12)
+  and (last_activity_at, id) < ($9, $10)
 order by
   "last_activity_at" desc,
   "id" desc
 limit
-  $13
+  $11
 offset
-  $14;
+  $12;
 
 -- conversation.listConversations (every filter, after a cursor) [2/2]
 select

@@ -174,6 +174,8 @@ export interface ConversationsTable {
   created_at: CreatedAt;
   updated_at: UpdatedAt;
   closed_at: Date | null;
+  /** Messages that count as unread for someone: all but system notices. */
+  message_count: Generated<number>;
 }
 
 export type MessageSenderType = 'visitor' | 'user' | 'bot' | 'system';
@@ -196,7 +198,12 @@ export interface ReadMarksTable {
   tenant_id: string;
   conversation_id: string;
   reader_id: string;
-  last_read_at: Date;
+  /** null: the reader wrote here but never marked it read. */
+  last_read_at: Date | null;
+  /** message_count when they last read. */
+  seen_count: Generated<number>;
+  /** Their own messages since. */
+  own_since: Generated<number>;
 }
 
 export interface SurveysTable {

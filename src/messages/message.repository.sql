@@ -19,6 +19,35 @@ values
 returning
   *;
 
+-- message.countMessage (by someone) [1/2]
+update "conversations"
+set
+  "message_count" = message_count + 1
+where
+  "id" = $1;
+
+-- message.countMessage (by someone) [2/2]
+insert into
+  "read_marks" (
+    "tenant_id",
+    "conversation_id",
+    "reader_id",
+    "last_read_at",
+    "own_since"
+  )
+values
+  ($1, $2, $3, $4, $5)
+on conflict ("conversation_id", "reader_id") do update
+set
+  "own_since" = read_marks.own_since + 1;
+
+-- message.countMessage (by no one (system))
+update "conversations"
+set
+  "message_count" = message_count + 1
+where
+  "id" = $1;
+
 -- message.listMessages (newest page) [1/2]
 select
   *
@@ -70,13 +99,34 @@ insert into
     "tenant_id",
     "conversation_id",
     "reader_id",
-    "last_read_at"
+    "last_read_at",
+    "seen_count",
+    "own_since"
   )
 values
-  ($1, $2, $3, $4)
+  (
+    $1,
+    $2,
+    $3,
+    $4,
+    (
+      select
+        message_count
+      from
+        conversations
+      where
+        id = $5
+    ),
+    $6
+  )
 on conflict ("conversation_id", "reader_id") do update
 set
-  "last_read_at" = greatest(read_marks.last_read_at, excluded.last_read_at);
+  "last_read_at" = greatest(read_marks.last_read_at, excluded.last_read_at),
+  "seen_count" = greatest(
+    read_marks.seen_count + read_marks.own_since,
+    excluded.seen_count
+  ),
+  "own_since" = $7;
 
 -- message.upsertReadMark [2/2]
 select

@@ -19,6 +19,24 @@ export async function insertMessage(trx: Tx, message: NewMessage) {
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Counts a message that others will see as unread: the conversation's counter goes up, and so does the
+ * sender's own count since their read mark (so their own messages are never unread to them).
+ */
+export async function countMessage(trx: Tx, message: { tenant_id: string; conversation_id: string; sender_id: string | null }): Promise<void> {
+  await trx
+    .updateTable('conversations')
+    .set({ message_count: sql`message_count + 1` })
+    .where('id', '=', message.conversation_id)
+    .execute();
+  if (message.sender_id === null) return;
+  await trx
+    .insertInto('read_marks')
+    .values({ tenant_id: message.tenant_id, conversation_id: message.conversation_id, reader_id: message.sender_id, last_read_at: null, own_since: 1 })
+    .onConflict((oc) => oc.columns(['conversation_id', 'reader_id']).doUpdateSet({ own_since: sql`read_marks.own_since + 1` }))
+    .execute();
+}
+
 /** Newest first, going back in time from the cursor. A visitor's view leaves internal notes out. */
 export async function listMessages(
   trx: Tx,
@@ -35,14 +53,18 @@ export async function listMessages(
   return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total };
 }
 
+/** Everything in the conversation counts as seen by the reader, now. */
 export async function upsertReadMark(trx: Tx, mark: { tenant_id: string; conversation_id: string; reader_id: string; last_read_at: Date }) {
+  const seen = sql<number>`(select message_count from conversations where id = ${mark.conversation_id})`;
   await trx
     .insertInto('read_marks')
-    .values(mark)
+    .values({ ...mark, seen_count: seen, own_since: 0 })
     .onConflict((oc) =>
       // A mark never moves back in time (two devices reading at once).
       oc.columns(['conversation_id', 'reader_id']).doUpdateSet({
         last_read_at: sql`greatest(read_marks.last_read_at, excluded.last_read_at)`,
+        seen_count: sql`greatest(read_marks.seen_count + read_marks.own_since, excluded.seen_count)`,
+        own_since: 0,
       }),
     )
     .execute();

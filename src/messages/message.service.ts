@@ -54,6 +54,7 @@ export async function appendMessage(
     attachments: message.attachments ?? [],
     created_at: now,
   });
+  if (message.type !== 'system') await repo.countMessage(trx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, sender_id: message.sender_id });
   // Internal notes are activity, but the last message is what the visitor could see.
   await conversationRepo.updateConversation(
     trx,
@@ -148,7 +149,7 @@ export class MessageService {
         last_read_at: new Date(),
       });
       const after = await conversationRepo.findConversation(trx, conversationId, readerId);
-      const lastReadAt = mark.last_read_at.toISOString();
+      const lastReadAt = mark.last_read_at!.toISOString();
       await emit('message.read', { conversation_id: conversationId, reader_id: readerId, last_read_at: lastReadAt }, { conversationId, internal: true });
       return { conversation_id: conversationId, last_read_at: lastReadAt, unread_count: after?.unread_count ?? 0 };
     });
