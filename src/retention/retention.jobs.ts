@@ -1,4 +1,6 @@
 import type { Database, Tx } from '../db/database.ts';
+import * as fileRepo from '../files/file.repository.ts';
+import type { FileStorage } from '../files/storage.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import * as repo from './retention.repository.ts';
 
@@ -45,4 +47,36 @@ export function retentionJobs(periods: RetentionPeriods, options: { batch?: numb
     pruneJob('retention.page_views', every, periods.pageViewMs, repo.deleteOldPageViews, batch),
     pruneJob('retention.events', every, periods.eventMs, repo.deleteOldEvents, batch),
   ];
+}
+
+/** Files fetched per batch by the orphan job: each object is removed before its row, inside the batch's transaction. */
+export const ORPHAN_FILE_BATCH = 100;
+
+/**
+ * Deletes files never attached to a message within `ageMs` of their upload (FILE_ORPHAN_HOURS), object
+ * first, then row. A batch holds its rows locked (a message attaching one of them meanwhile waits, then
+ * finds it gone: 404) and skips rows a request holds. If the commit fails after the objects went, the
+ * rows stay and the next run removes the (already missing) objects again and deletes them.
+ */
+export function orphanFileJob(storage: FileStorage, options: { intervalMs: number; ageMs: number; batch?: number }): Job {
+  const batch = options.batch ?? ORPHAN_FILE_BATCH;
+  return {
+    name: 'retention.orphan_files',
+    intervalMs: options.intervalMs,
+    run: async (database: Database, signal: AbortSignal) => {
+      let deleted = 0;
+      let bytes = 0;
+      for (;;) {
+        const rows = await database.asSystem(async (trx) => {
+          const orphans = await fileRepo.lockOrphans(trx, options.ageMs, batch);
+          for (const row of orphans) await storage.remove(row.storage_key);
+          await fileRepo.deleteFiles(trx, orphans.map((r) => r.id));
+          return orphans;
+        });
+        deleted += rows.length;
+        bytes += rows.reduce((sum, r) => sum + r.size, 0);
+        if (rows.length < batch || signal.aborted) return { deleted, bytes };
+      }
+    },
+  };
 }
