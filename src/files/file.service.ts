@@ -157,15 +157,18 @@ export class FileService {
     const id = newId('file');
     const key = `${principal.tenantId}/${id}`;
     let received: { name: string; measured: Measured; fields: Record<string, string> };
+    let stored = false;
     try {
       const { result, fields } = await source({ maxBytes: MAX_FILE_BYTES, fields: ['conversation_id'] }, async (file) => {
         await this.storage.put(key, file.stream);
+        stored = true;
         return { name: cleanFileName(file.filename), measured: file.stream.measured() };
       });
       received = { ...result, fields };
     } catch (err) {
-      // A problem found after the file part (a second file, a stray part) comes after the object was stored.
-      await this.#discard(key);
+      // A failed put left nothing; a problem found after the file part (a second file, a stray part)
+      // comes after the object was stored.
+      if (stored) await this.#discard(key);
       throw err;
     }
     try {

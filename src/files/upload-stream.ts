@@ -99,8 +99,8 @@ export function receiveUpload<T>(
       parser = busboy({
         headers: req.headers,
         defParamCharset: 'utf8',
-        // Busboy stops delivering past fileSize and says so ('limit'); the meter counts on its own.
-        limits: { files: 1, fileSize: options.maxBytes, fields: options.fields.length, fieldSize: 1024, parts: options.fields.length + 1, headerPairs: 20 },
+        // Busboy says 'limit' on reaching fileSize, so one byte past the largest file allowed.
+        limits: { files: 1, fileSize: options.maxBytes + 1, fields: options.fields.length, fieldSize: 1024, headerPairs: 20 },
       });
     } catch (err) {
       reject(invalid('/body', `the multipart body cannot be read (${(err as Error).message})`));
@@ -130,9 +130,12 @@ export function receiveUpload<T>(
         return fail(invalid(`/body/${name}`, `unexpected file part "${name}": send the file in the part named "file"`));
       }
       const metered = new MeteredStream(options.maxBytes);
+      // The sink may not listen yet when the upload fails (it is making a directory): its pipeline
+      // still sees the error, which must not also go unhandled here.
+      metered.on('error', () => undefined);
       file = metered;
       stream.on('limit', () => fail(tooLarge(options.maxBytes)));
-      stream.on('error', (err: Error) => fail(invalid('/body/file', `the file part cannot be read (${err.message})`)));
+      stream.on('error', (err: Error) => fail(invalid('/body', `the multipart body is malformed or cut short (${err.message})`)));
       stream.pipe(metered);
       stored = sink({ filename: info.filename ?? '', stream: metered });
       stored.catch(fail);
@@ -145,7 +148,6 @@ export function receiveUpload<T>(
     });
     parser.on('filesLimit', () => fail(invalid('/body/file', 'only one file per upload')));
     parser.on('fieldsLimit', () => fail(invalid('/body', `too many parts: only "file" and ${options.fields.map((f) => `"${f}"`).join(', ')}`)));
-    parser.on('partsLimit', () => fail(invalid('/body', `too many parts: only "file" and ${options.fields.map((f) => `"${f}"`).join(', ')}`)));
     parser.on('error', (err: Error) => fail(invalid('/body', `the multipart body is malformed or cut short (${err.message})`)));
     parser.on('close', () => {
       if (failed) return;
