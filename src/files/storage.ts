@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { Agent } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -49,7 +50,7 @@ export class LocalStorage implements FileStorage {
     await mkdir(join(path, '..'), { recursive: true });
     const partial = `${path}.${randomUUID()}.part`;
     try {
-      await pipeline(body, createWriteStream(partial, { flags: 'wx' }));
+      await pipeline(body, createWriteStream(partial, { flags: 'wx', highWaterMark: 256 * 1024 }));
       await rename(partial, path);
     } catch (err) {
       await rm(partial, { force: true });
@@ -89,6 +90,8 @@ export interface S3Options {
   accessKey: string;
   secretKey: string;
   pathStyle: boolean;
+  /** The store as clients reach it, when not at endPoint (a container network): download URLs are signed for it. */
+  publicEndpoint?: URL | undefined;
   /** Where uploads are spooled before they go to the store. */
   spoolDir: string;
 }
@@ -98,16 +101,22 @@ export interface S3Options {
  * and hashed on its way there) and then put with its size: a stream of unknown length makes the client
  * list multipart uploads first, which not every store answers (s3rver does not), and a failed upload
  * must not leave a half-made multipart upload behind. The temporary file is removed in every case.
+ * The put is a single PUT to a URL the client pre-signs, streamed from the temporary file.
  */
 export class S3Storage implements FileStorage {
   readonly kind = 's3' as const;
   readonly bucket: string;
   readonly spoolDir: string;
   readonly client: Minio.Client;
+  readonly #signer: Minio.Client;
+  readonly #agent: Agent;
 
   constructor(options: S3Options) {
     this.bucket = options.bucket;
     this.spoolDir = resolve(options.spoolDir);
+    const agent = options.useSSL ? new HttpsAgent({ keepAlive: true, maxSockets: 64 }) : new Agent({ keepAlive: true, maxSockets: 64 });
+    this.#agent = agent;
+    const common = { region: options.region, accessKey: options.accessKey, secretKey: options.secretKey, pathStyle: options.pathStyle };
     this.client = new Minio.Client({
       endPoint: options.endPoint,
       ...(options.port ? { port: options.port } : {}),
@@ -117,8 +126,13 @@ export class S3Storage implements FileStorage {
       accessKey: options.accessKey,
       secretKey: options.secretKey,
       pathStyle: options.pathStyle,
-      transportAgent: new Agent({ keepAlive: true, maxSockets: 64 }),
+      transportAgent: agent,
     });
+    const pub = options.publicEndpoint;
+    // Signing is offline (the region is known), so the signer never connects to its endpoint.
+    this.#signer = pub
+      ? new Minio.Client({ ...common, endPoint: pub.hostname, useSSL: pub.protocol === 'https:', ...(pub.port ? { port: Number(pub.port) } : {}) })
+      : this.client;
   }
 
   async put(key: string, body: Readable): Promise<void> {
@@ -126,12 +140,31 @@ export class S3Storage implements FileStorage {
     await mkdir(this.spoolDir, { recursive: true });
     const spooled = join(this.spoolDir, `${randomUUID()}.upload`);
     try {
-      await pipeline(body, createWriteStream(spooled, { flags: 'wx' }));
+      await pipeline(body, createWriteStream(spooled, { flags: 'wx', highWaterMark: 256 * 1024 }));
       const { size } = await stat(spooled);
-      await this.client.putObject(this.bucket, key, createReadStream(spooled), size, { 'Content-Type': 'application/octet-stream' });
+      await this.#putFile(key, spooled, size);
     } finally {
       await rm(spooled, { force: true });
     }
+  }
+
+  // The client's putObject reads a body below its part size whole into memory to sign its hash: 50
+  // uploads at once would hold a gigabyte. A pre-signed PUT (unsigned payload) streams from the spool.
+  async #putFile(key: string, path: string, size: number): Promise<void> {
+    const url = new URL(await this.client.presignedPutObject(this.bucket, key, 600));
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    await new Promise<void>((resolve, reject) => {
+      const req = send(url, { method: 'PUT', agent: this.#agent, headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } }, (res) => {
+        const answer: Buffer[] = [];
+        res.on('data', (c: Buffer) => answer.push(c));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve() : reject(new Error(`S3 PUT ${key} answered ${res.statusCode}: ${Buffer.concat(answer).toString().slice(0, 500)}`)),
+        );
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      pipeline(createReadStream(path, { highWaterMark: 256 * 1024 }), req).catch(reject);
+    });
   }
 
   async remove(key: string): Promise<void> {
@@ -140,7 +173,7 @@ export class S3Storage implements FileStorage {
 
   async presignedUrl(key: string, download: { ttlSeconds: number; contentDisposition: string; contentType: string }): Promise<string> {
     // The store serves the download, on its own origin; these make it an attachment of the sniffed type.
-    return this.client.presignedGetObject(this.bucket, checkKey(key), download.ttlSeconds, {
+    return this.#signer.presignedGetObject(this.bucket, checkKey(key), download.ttlSeconds, {
       'response-content-disposition': download.contentDisposition,
       'response-content-type': download.contentType,
     });
@@ -162,7 +195,7 @@ export class S3Storage implements FileStorage {
 
 /**
  * The storage STORAGE_URL names: unset, local disk under DATA_DIR/files; `s3://bucket?endpoint=…&region=…`
- * an S3-compatible store, with the credentials in the URL's user info or AWS_ACCESS_KEY_ID and
+ * (and `public_endpoint=…` when clients reach the store at another address) an S3-compatible store, with the credentials in the URL's user info or AWS_ACCESS_KEY_ID and
  * AWS_SECRET_ACCESS_KEY.
  */
 export function storageFromConfig(config: { storageUrl?: string | undefined; dataDir: string }, env: NodeJS.ProcessEnv = process.env): FileStorage {
@@ -179,6 +212,8 @@ export function parseS3Url(value: string, options: { spoolDir: string; env?: Nod
   const endpointParam = url.searchParams.get('endpoint');
   const endpoint = new URL(endpointParam ?? 'https://s3.amazonaws.com');
   if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') throw new Error('STORAGE_URL endpoint must be http:// or https://');
+  const publicParam = url.searchParams.get('public_endpoint');
+  const publicEndpoint = publicParam ? new URL(publicParam) : undefined;
   const accessKey = decodeURIComponent(url.username) || env.AWS_ACCESS_KEY_ID;
   const secretKey = decodeURIComponent(url.password) || env.AWS_SECRET_ACCESS_KEY;
   if (!accessKey || !secretKey) throw new Error('STORAGE_URL needs credentials: s3://KEY:SECRET@bucket, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
@@ -192,6 +227,7 @@ export function parseS3Url(value: string, options: { spoolDir: string; env?: Nod
     secretKey,
     // Self-hosted stores (MinIO, s3rver) are addressed by path; AWS by virtual host.
     pathStyle: endpointParam !== null,
+    publicEndpoint,
     spoolDir: options.spoolDir,
   };
 }
