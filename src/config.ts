@@ -143,8 +143,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       mailTokenMs: e.MAIL_TOKEN_RETENTION_HOURS * HOUR,
       pageViewMs: e.PAGE_VIEW_RETENTION_DAYS * DAY,
       eventMs: e.EVENT_RETENTION_DAYS * DAY,
-      fileOrphanMs: e.FILE_ORPHAN_HOURS * HOUR,
     },
+    fileOrphanMs: e.FILE_ORPHAN_HOURS * HOUR,
   };
 }
 

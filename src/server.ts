@@ -96,7 +96,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const scheduler = new Scheduler({
     database,
     logger,
-    jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.retention.fileOrphanMs })],
+    jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
   });
   scheduler.start();
   const address = server.address();

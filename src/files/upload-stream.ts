@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import busboy from 'busboy';
 import { AppError } from '../shared/errors.ts';
@@ -120,8 +120,12 @@ export function receiveUpload<T>(
       if (failed) return;
       failed = true;
       req.unpipe(parser);
-      // The rest of the body is read and dropped, so the client gets the answer instead of a reset.
-      req.resume();
+      // Reading stops until the answer is out (the client's sending stalls); then the rest of the body is
+      // read and dropped, so the client gets the answer instead of a reset.
+      req.pause();
+      const res = (req as IncomingMessage & { res?: ServerResponse }).res;
+      if (res && !res.writableFinished) res.once('close', () => req.resume());
+      else req.resume();
       file?.destroy(error as Error);
       (stored ?? Promise.resolve()).then(
         () => reject(error),
