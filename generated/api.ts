@@ -666,6 +666,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file (at most 20 MiB)
+         * @description A `multipart/form-data` body with one file in the part named `file` and, optionally, the
+         *     `conversation_id` it is meant for. The body is streamed to storage while it is counted and hashed
+         *     (SHA-256); nothing holds the whole file in memory. Exactly 20 MiB (20,971,520 bytes) is accepted;
+         *     one byte more is 413 ERR_PAYLOAD_TOO_LARGE at once, and nothing is kept. An empty file, a missing
+         *     `file` part, two files, an unknown part, or a malformed or truncated body is 400, naming what is
+         *     wrong. The stored `content_type` is sniffed from the bytes, never taken from the client
+         *     (`application/octet-stream` when unknown, `text/plain` for UTF-8 text). A file is attached by
+         *     naming it in a message's `attachments`; one never attached is deleted after 24 hours.
+         */
+        post: operations["uploadFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A file's metadata and a download URL valid for 10 minutes
+         * @description `url` downloads the file as an attachment (`Content-Disposition: attachment`,
+         *     `X-Content-Type-Options: nosniff`) until `expires_at`. With local storage it is the service's own
+         *     signed `/v1/files/{id}/content` link; with S3 storage, the store's pre-signed URL.
+         */
+        get: operations["getFile"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a file and its stored bytes
+         * @description Messages that attached it no longer list it.
+         */
+        delete: operations["deleteFile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download a file through a signed link (local storage)
+         * @description The link `GET /v1/files/{id}` answers when files are on local disk: no credential, the
+         *     signature (HMAC-SHA256 over the id and `expires`, made by the service) is the permission. A
+         *     tampered or expired link is 403. The body is the file, with its sniffed `Content-Type`,
+         *     `Content-Disposition: attachment` and `X-Content-Type-Options: nosniff`. With S3 storage the
+         *     links point at the store instead, and this operation answers 404.
+         */
+        get: operations["downloadFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -679,7 +762,9 @@ export interface paths {
          * Send a message or an internal note
          * @description A closed conversation is 409 ERR_CONVERSATION_CLOSED. With an `Idempotency-Key`, a retry with the
          *     same body answers the first answer instead of sending again; the same key with another body is
-         *     409 ERR_IDEMPOTENCY_MISMATCH. Emits message.created.
+         *     409 ERR_IDEMPOTENCY_MISMATCH. `attachments` names uploaded files (`POST /v1/files`) of this tenant
+         *     that are not attached yet or already in this conversation: an unknown file, or another tenant's, is
+         *     404; a file of another conversation is 422 ERR_INVALID_ATTACHMENT. Emits message.created.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -966,6 +1051,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/widget/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The visitor uploads a file (at most 20 MiB)
+         * @description The same body and rules as `POST /v1/files`; `conversation_id`, when given, must be one of the
+         *     visitor's conversations. Visitors have their own upload budget (`WIDGET_UPLOAD_RATE_LIMIT`). The
+         *     visitor attaches the file with the widget's message calls.
+         */
+        post: operations["uploadWidgetFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/widget/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A file the visitor may see, with a download URL valid for 10 minutes
+         * @description The visitor's own uploads, and files attached to messages of their conversations that are not
+         *     internal notes; any other file is 404. Members are not named (`uploaded_by.id` is null).
+         */
+        get: operations["getWidgetFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/widget/page-views": {
         parameters: {
             query?: never;
@@ -1150,6 +1281,13 @@ export interface components {
         AssignRequest: {
             /** @description The member to assign, or null to unassign */
             user_id: components["schemas"]["UserRef"] | null;
+        };
+        /** @description A file attached to a message; `GET /v1/files/{id}` (visitors `GET /v1/widget/files/{id}`) answers its download URL */
+        Attachment: {
+            content_type: string;
+            id: components["schemas"]["FileId"];
+            name: string;
+            size: number;
         };
         /** @enum {string} */
         BotState: "active" | "handed_off" | "off";
@@ -1376,7 +1514,7 @@ export interface components {
          * @description Stable error code; see the error table in the README
          * @enum {string}
          */
-        ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
+        ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_INVALID_ATTACHMENT" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
         /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
         Event: {
             created_at: components["schemas"]["Timestamp"];
@@ -1396,8 +1534,50 @@ export interface components {
          * @enum {string}
          */
         EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted";
+        File: {
+            /** @description Sniffed from the bytes, never taken from the client */
+            content_type: string;
+            /** @description The conversation it was uploaded for or attached in; null until then */
+            conversation_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            id: components["schemas"]["FileId"];
+            /** @description The uploaded file's name, without any path */
+            name: string;
+            /** @description Hex SHA-256 of the bytes */
+            sha256: string;
+            /** @description Bytes */
+            size: number;
+            uploaded_by: components["schemas"]["FileUploader"];
+        };
         /** @description File identifier (file_ and a UUIDv7) */
         FileId: string;
+        /**
+         * @description The multipart form of an upload. `file` is required: the service reads the body as a stream and
+         *     checks the parts itself (a missing `file`, a second file or an unknown part is 400), so the
+         *     contract validator does not look into it.
+         */
+        FileUpload: {
+            conversation_id?: components["schemas"]["ConversationId"];
+            /**
+             * Format: binary
+             * @description The file; its part's `filename` becomes the file's name
+             */
+            file?: string;
+        };
+        FileUploader: {
+            /** @description usr_…, key_… or vis_…; null when a visitor sees a member's upload */
+            id: string | null;
+            /** @enum {string} */
+            type: "user" | "api_key" | "visitor";
+        };
+        FileWithUrl: components["schemas"]["File"] & {
+            expires_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: uri
+             * @description Downloads the file until expires_at
+             */
+            url: string;
+        };
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
         };
@@ -1444,7 +1624,8 @@ export interface components {
             seat?: components["schemas"]["Seat"];
         };
         Message: {
-            attachments: components["schemas"]["FileId"][];
+            /** @description The files attached, as they are now (a file deleted since no longer shows) */
+            attachments: components["schemas"]["Attachment"][];
             content: string;
             conversation_id: components["schemas"]["ConversationId"];
             created_at: components["schemas"]["Timestamp"];
@@ -1457,6 +1638,7 @@ export interface components {
             type: components["schemas"]["MessageType"];
         };
         MessageCreate: {
+            /** @description Files of this tenant that are not attached yet or already in this conversation */
             attachments?: components["schemas"]["FileId"][];
             content: string;
             conversation_id: components["schemas"]["ConversationId"];
@@ -1807,6 +1989,8 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         WidgetMessageCreate: {
+            /** @description Files the visitor uploaded (POST /v1/widget/files), not attached in another conversation */
+            attachments?: components["schemas"]["FileId"][];
             content: string;
         };
         WidgetSession: {
@@ -1911,6 +2095,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The file is over 20 MiB (ERR_PAYLOAD_TOO_LARGE); the upload was stopped and nothing was kept */
+        FileTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_PAYLOAD_TOO_LARGE",
+                 *       "title": "Content Too Large",
+                 *       "status": 413,
+                 *       "code": "ERR_PAYLOAD_TOO_LARGE",
+                 *       "detail": "The file is larger than 20971520 bytes (20 MiB)",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The credential is valid but may not do this (ERR_FORBIDDEN, ERR_USER_TOKEN_REQUIRED, ERR_LITE_SEAT, ERR_HTTPS_REQUIRED) */
         Forbidden: {
             headers: {
@@ -1951,6 +2155,29 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description A file named in `attachments` belongs to another conversation (ERR_INVALID_ATTACHMENT); unknown
+         *     files, and other tenants' files, are 404
+         */
+        InvalidAttachment: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_INVALID_ATTACHMENT",
+                 *       "title": "Unprocessable Content",
+                 *       "status": 422,
+                 *       "code": "ERR_INVALID_ATTACHMENT",
+                 *       "detail": "The file file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90 is attached in another conversation",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No such resource in this tenant (ERR_NOT_FOUND) */
         NotFound: {
             headers: {
@@ -1965,6 +2192,26 @@ export interface components {
                  *       "status": 404,
                  *       "code": "ERR_NOT_FOUND",
                  *       "detail": "Tenant not found",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The body is not sent as multipart/form-data (ERR_UNSUPPORTED_MEDIA_TYPE) */
+        NotMultipart: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_UNSUPPORTED_MEDIA_TYPE",
+                 *       "title": "Unsupported Media Type",
+                 *       "status": 415,
+                 *       "code": "ERR_UNSUPPORTED_MEDIA_TYPE",
+                 *       "detail": "Send the body as multipart/form-data",
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
@@ -2114,6 +2361,8 @@ export interface components {
         DepartmentIdPath: components["schemas"]["DepartmentId"];
         /** @description Domain identifier */
         DomainIdPath: components["schemas"]["DomainId"];
+        /** @description File identifier */
+        FileIdPath: components["schemas"]["FileId"];
         /** @description Page size */
         Limit: number;
         /** @description Number of items to skip */
@@ -4221,6 +4470,182 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    uploadFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                 *       "file": "(the file's bytes)"
+                 *     }
+                 */
+                "multipart/form-data": components["schemas"]["FileUpload"];
+            };
+        };
+        responses: {
+            /** @description The stored file */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "name": "invoice.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "uploaded_by": {
+                     *         "type": "user",
+                     *         "id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                     *       },
+                     *       "created_at": "2026-11-21T10:05:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["File"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["FileTooLarge"];
+            415: components["responses"]["NotMultipart"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, with its download URL */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "name": "invoice.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "uploaded_by": {
+                     *         "type": "user",
+                     *         "id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55"
+                     *       },
+                     *       "created_at": "2026-11-21T10:05:30.000Z",
+                     *       "url": "https://chat.example.com/api/v1/files/file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90/content?expires=1795255830&signature=QmFzZTY0dXJsU2lnbmF0dXJlT2ZUaGVMaW5rMDEyMzQ1",
+                     *       "expires_at": "2026-11-21T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FileWithUrl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadFile: {
+        parameters: {
+            query: {
+                /** @description Unix time (seconds) after which the link no longer works */
+                expires: number;
+                /** @description The link's signature (base64url) */
+                signature: string;
+            };
+            header?: never;
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes */
+            200: {
+                headers: {
+                    /** @description Always `attachment`, with the file's name */
+                    "Content-Disposition"?: string;
+                    /** @description Always `nosniff` */
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example (the file's bytes, served with the file's own content type) */
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     sendMessage: {
         parameters: {
             query?: never;
@@ -4272,6 +4697,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidAttachment"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4975,6 +5401,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidAttachment"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5095,6 +5522,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidAttachment"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5150,6 +5578,112 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    uploadWidgetFile: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file": "(the file's bytes)"
+                 *     }
+                 */
+                "multipart/form-data": components["schemas"]["FileUpload"];
+            };
+        };
+        responses: {
+            /** @description The stored file */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *       "name": "screenshot.png",
+                     *       "content_type": "image/png",
+                     *       "size": 183204,
+                     *       "sha256": "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
+                     *       "conversation_id": null,
+                     *       "uploaded_by": {
+                     *         "type": "visitor",
+                     *         "id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71"
+                     *       },
+                     *       "created_at": "2026-11-21T10:05:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["File"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["FileTooLarge"];
+            415: components["responses"]["NotMultipart"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWidgetFile: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                Origin: components["parameters"]["OriginHeader"];
+            };
+            path: {
+                /** @description File identifier */
+                id: components["parameters"]["FileIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, with its download URL */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "name": "invoice.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *       "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *       "uploaded_by": {
+                     *         "type": "user",
+                     *         "id": null
+                     *       },
+                     *       "created_at": "2026-11-21T10:05:30.000Z",
+                     *       "url": "https://chat.example.com/api/v1/files/file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90/content?expires=1795255830&signature=QmFzZTY0dXJsU2lnbmF0dXJlT2ZUaGVMaW5rMDEyMzQ1",
+                     *       "expires_at": "2026-11-21T10:15:30.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FileWithUrl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -19,6 +19,9 @@ import { ContactService } from './contacts/contact.service.ts';
 import { conversationHandlers } from './conversations/conversation.handlers.ts';
 import { ConversationService } from './conversations/conversation.service.ts';
 import { departmentHandlers } from './departments/department.handlers.ts';
+import { fileHandlers } from './files/file.handlers.ts';
+import { defaultFileDeps, FileService } from './files/file.service.ts';
+import type { FileStorage } from './files/storage.ts';
 import { DepartmentService } from './departments/department.service.ts';
 import { healthHandlers } from './health/health.handlers.ts';
 import { accessMiddleware, type AccessDeps } from './http/access.ts';
@@ -68,6 +71,8 @@ export interface AppDeps {
   tickets?: TicketStore;
   /** Live logins remembered briefly; changes reach every instance (Redis-backed with several instances). */
   sessions?: SessionCache;
+  /** Where uploads go and the key that signs local download links; undefined: local disk in the temp directory. */
+  files?: { storage: FileStorage; signingKey: Buffer | string };
 }
 
 export interface AppOptions {
@@ -99,6 +104,7 @@ export function createServices(deps: AppDeps) {
     tickets: deps.tickets ?? new MemoryTicketStore(),
     widgets: new WidgetService(database),
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens }),
+    files: new FileService({ database, ...(deps.files ?? defaultFileDeps()) }),
   };
 }
 
@@ -127,6 +133,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...eventHandlers(services.events),
     ...widgetHandlers(services.widgets),
     ...widgetPublicHandlers(services.widgetPublic),
+    ...fileHandlers(services.files),
     ...ticketHandlers(services.tickets),
     ...options.handlers,
   };
@@ -183,6 +190,8 @@ function validatorWithAccess(contract: Contract, validateResponses: boolean, acc
     validateResponses: validateResponses ? { removeAdditional: false } : false,
     validateSecurity: false,
     validateFormats: true,
+    // Uploads are read as a stream by their handlers (src/files/upload-stream.ts), never buffered by multer.
+    fileUploader: false,
   }) as unknown as RequestHandler[];
   const securityStep = chain.findIndex((mw) => mw.name === 'securityMiddleware');
   if (securityStep === -1) throw new Error('express-openapi-validator no longer has a securityMiddleware step: revisit validatorWithAccess');

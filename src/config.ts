@@ -7,6 +7,19 @@ const postgresOrPgliteUrl = makeValidator<string>((value) => {
   throw new Error('must be a postgres:// URL (or pglite://memory, pglite:///path for the embedded database)');
 });
 
+const s3Url = makeValidator<string>((value) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error('must be s3://bucket?endpoint=http://host:9000&region=us-east-1');
+  }
+  if (url.protocol !== 's3:' || !url.hostname) throw new Error('must be s3://bucket?endpoint=http://host:9000&region=us-east-1');
+  const endpoint = url.searchParams.get('endpoint');
+  if (endpoint !== null && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) throw new Error('endpoint must be http(s)://host[:port]');
+  return value;
+});
+
 const positiveInt = (min: number, max: number) =>
   makeValidator<number>((value) => {
     const n = Number(value);
@@ -59,6 +72,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       WIDGET_SESSION_RATE_LIMIT: positiveInt(1, 1_000_000)({ default: 30, desc: 'widget sessions a minute per address' }),
       WIDGET_CONVERSATION_RATE_LIMIT: positiveInt(1, 1_000_000)({ default: 10, desc: 'conversations a visitor may start an hour' }),
       WIDGET_MESSAGE_RATE_LIMIT: positiveInt(1, 1_000_000)({ default: 60, desc: 'messages a visitor may send a minute' }),
+      WIDGET_UPLOAD_RATE_LIMIT: positiveInt(1, 1_000_000)({ default: 30, desc: 'files a visitor may upload an hour' }),
+      STORAGE_URL: s3Url({ default: undefined, desc: 's3://bucket?endpoint=…&region=…; unset keeps files under DATA_DIR/files' }),
       TRUST_PROXY: str({ default: 'loopback', desc: "express 'trust proxy': which proxies may set X-Forwarded-*" }),
       REQUIRE_HTTPS: bool({ default: undefined, desc: 'refuse plain HTTP; defaults to true in production' }),
       TLS_CERT_FILE: str({ default: undefined }),
@@ -69,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MAIL_TOKEN_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'used or expired mail tokens are deleted this long after' }),
       PAGE_VIEW_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'page views are deleted this long after' }),
       EVENT_RETENTION_DAYS: positiveInt(1, 3650)({ default: 7, desc: 'events are deleted this long after' }),
+      FILE_ORPHAN_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'files never attached to a message are deleted this long after upload' }),
     },
     {
       reporter: ({ errors }) => {
@@ -83,6 +99,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   const problems: Record<string, string> = {};
   if (e.NODE_ENV === 'production' && e.JWT_SECRET.length < 32) problems.JWT_SECRET = 'required in production, at least 32 characters';
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems[e.TLS_CERT_FILE ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'] = 'TLS needs both TLS_CERT_FILE and TLS_KEY_FILE';
+  if (e.STORAGE_URL) {
+    const url = new URL(e.STORAGE_URL);
+    if (!(url.username && url.password) && !(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)) {
+      problems.STORAGE_URL = 'needs credentials: s3://KEY:SECRET@bucket?…, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY';
+    }
+  }
   if (Object.keys(problems).length > 0) throw new ConfigError(problems);
   return {
     env: e.NODE_ENV,
@@ -110,7 +132,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       widgetSessions: e.WIDGET_SESSION_RATE_LIMIT,
       widgetConversations: e.WIDGET_CONVERSATION_RATE_LIMIT,
       widgetMessages: e.WIDGET_MESSAGE_RATE_LIMIT,
+      widgetUploads: e.WIDGET_UPLOAD_RATE_LIMIT,
     },
+    storageUrl: e.STORAGE_URL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     requireHttps: e.REQUIRE_HTTPS ?? e.NODE_ENV === 'production',
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
@@ -122,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       pageViewMs: e.PAGE_VIEW_RETENTION_DAYS * DAY,
       eventMs: e.EVENT_RETENTION_DAYS * DAY,
     },
+    fileOrphanMs: e.FILE_ORPHAN_HOURS * HOUR,
   };
 }
 

@@ -18,7 +18,9 @@ import { openDatabase } from './db/database.ts';
 import { isConnectionError } from './db/errors.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Scheduler } from './jobs/scheduler.ts';
-import { retentionJobs } from './retention/retention.jobs.ts';
+import { orphanFileJob, retentionJobs } from './retention/retention.jobs.ts';
+import { fileSigningKey } from './files/file.service.ts';
+import { storageFromConfig } from './files/storage.ts';
 import { redisStoreFactory } from './http/rate-limit.ts';
 import { createMailer } from './mail/mailer.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
@@ -41,7 +43,9 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
-  const tokens = new TokenService(await resolveJwtSecret(config.jwtSecret, config.dataDir));
+  const jwtSecret = await resolveJwtSecret(config.jwtSecret, config.dataDir);
+  const tokens = new TokenService(jwtSecret);
+  const storage = storageFromConfig(config);
   const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
   const redis = config.redisUrl ? createClient({ url: config.redisUrl }) : undefined;
@@ -72,6 +76,8 @@ export async function startService(config: Config): Promise<RunningService> {
     presence,
     tickets,
     sessions,
+    // Every instance derives the same key, so a link signed by one is served by any.
+    files: { storage, signingKey: fileSigningKey(jwtSecret) },
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
 
@@ -99,7 +105,11 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   gateway.attach(server);
   // Periodic work, each job run by one instance at a time; later jobs (webhook retries, ...) join here.
-  const scheduler = new Scheduler({ database, logger, jobs: retentionJobs(config.retention) });
+  const scheduler = new Scheduler({
+    database,
+    logger,
+    jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
+  });
   scheduler.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

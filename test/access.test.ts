@@ -49,6 +49,7 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('VisitorIdPath')) return newId('visitor');
       if (refs.includes('WidgetIdPath')) return newId('widget');
       if (refs.includes('DomainIdPath')) return newId('domain');
+      if (refs.includes('FileIdPath')) return newId('file');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );

@@ -131,7 +131,7 @@ async function captureStatements(token: string, tenantId: string, conversationId
     config: {
       validateResponses: false,
       appUrl: 'http://bench',
-      rateLimits: { perMinute: 1_000_000, login: 1_000_000, forgotPassword: 1_000_000, widgetSessions: 1_000_000, widgetConversations: 1_000_000, widgetMessages: 1_000_000 },
+      rateLimits: { perMinute: 1_000_000, login: 1_000_000, forgotPassword: 1_000_000, widgetSessions: 1_000_000, widgetConversations: 1_000_000, widgetMessages: 1_000_000, widgetUploads: 1_000_000 },
       trustProxy: false,
       requireHttps: false,
     },

@@ -14,6 +14,7 @@ import type * as conversation from '../../src/conversations/conversation.reposit
 import type * as department from '../../src/departments/department.repository.ts';
 import type * as event from '../../src/events/event.repository.ts';
 import type * as feed from '../../src/events/feed.repository.ts';
+import type * as file from '../../src/files/file.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
 import type * as message from '../../src/messages/message.repository.ts';
 import type * as retention from '../../src/retention/retention.repository.ts';
@@ -144,6 +145,18 @@ export const samples: Record<string, Record<string, unknown>> = {
     feedHead: ['tn'],
     positionOfEvent: ['evt'],
     compareFeedPositions: { skip: 'compares positions in memory' },
+  }),
+  'files/file.repository.ts': of<typeof file>({
+    insertFile: [{ id: 'file', tenant_id: 'tn', conversation_id: null, name: 'n', content_type: 'text/plain', size: 1, sha256: BYTES, storage_key: 'k', uploaded_by_type: 'user', uploaded_by_id: 'usr' }],
+    findFile: ['file'],
+    lockFiles: [['file', 'file2']],
+    findFiles: [['file', 'file2']],
+    markAttached: [['file'], 'conv', NOW],
+    deleteFile: ['file'],
+    visitorMaySee: { cases: { 'attached to their conversation': [{ ...{ id: 'file', tenant_id: 'tn', conversation_id: 'conv', name: 'n', content_type: 'text/plain', size: 1, sha256: BYTES, storage_key: 'k', uploaded_by_type: 'visitor' as const, uploaded_by_id: 'vis', attached_at: null, created_at: NOW }, uploaded_by_id: 'someone else' }, 'vis'] } },
+    storageBytes: ['tn'],
+    lockOrphans: [DAY, 100],
+    deleteFiles: [['file']],
   }),
   'jobs/scheduler.repository.ts': of<typeof scheduler>({
     ensureJobs: [['job']],

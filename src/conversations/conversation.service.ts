@@ -71,6 +71,9 @@ export interface ListQuery {
   cursor?: string;
 }
 
+/** For other features' work inside their transactions: the conversation's visitor, or undefined when it is not in this tenant. */
+export const conversationOf = (trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> => repo.findConversationVisitor(trx, id);
+
 export class ConversationService {
   readonly #database: Database;
   readonly #bus: EventBus;

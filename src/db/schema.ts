@@ -71,6 +71,7 @@ export interface DB {
   widget_domains: WidgetDomainsTable;
   page_views: PageViewsTable;
   scheduled_jobs: ScheduledJobsTable;
+  files: FilesTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -302,3 +303,23 @@ export interface ScheduledJobsTable {
   last_error: string | null;
   created_at: CreatedAt;
 }
+
+export type FileUploaderType = 'user' | 'api_key' | 'visitor';
+
+/** An uploaded file; its bytes are in storage under storage_key (src/files/storage.ts). */
+export interface FilesTable {
+  id: string;
+  tenant_id: string;
+  conversation_id: string | null;
+  name: string;
+  content_type: string;
+  size: number;
+  sha256: Uint8Array;
+  storage_key: string;
+  uploaded_by_type: FileUploaderType;
+  uploaded_by_id: string;
+  attached_at: Date | null;
+  created_at: CreatedAt;
+}
+
+export type FileRow = Selectable<FilesTable>;

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Request, Response, Router } from 'express';
 import { parse } from 'yaml';
 import type { operations } from '../../generated/api.ts';
@@ -50,9 +52,12 @@ export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: in
 type SuccessStatus = 200 | 201 | 202 | 204;
 type SuccessKeys<K extends OperationId> = Extract<keyof Op<K>['responses'], SuccessStatus>;
 
+// A response the contract gives as bytes of any type (`*/*`, a file download) is answered with a stream.
+type ReplyContent<R> = R extends { content: { '*/*': unknown } } ? { stream: Readable } : { body: JsonContent<R> };
+
 /** What a handler answers: one of the operation's success responses, with the body the contract gives it. */
 export type Reply<K extends OperationId> = {
-  [S in SuccessKeys<K>]: { status: S; body: JsonContent<Op<K>['responses'][S]>; headers?: Record<string, string> };
+  [S in SuccessKeys<K>]: { status: S; headers?: Record<string, string> } & ReplyContent<Op<K>['responses'][S]>;
 }[SuccessKeys<K>];
 
 export interface HandlerContext<K extends OperationId> {
@@ -81,7 +86,7 @@ export function mountOperations(router: Router, contract: Contract, handlers: Ha
   for (const op of contract.operations) {
     // At run time every handler is the same shape; the per-operation typing is for the compiler.
     const handler = handlers[op.operationId] as unknown as
-      | ((ctx: HandlerContext<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)
+      | ((ctx: HandlerContext<OperationId>) => Promise<{ status: number; body?: unknown; stream?: Readable; headers?: Record<string, string> }>)
       | undefined;
     if (!handler) throw new Error(`no handler for operation ${op.operationId}`);
     const expressPath = op.path.replace(/\{(\w+)\}/g, ':$1');
@@ -97,7 +102,10 @@ export function mountOperations(router: Router, contract: Contract, handlers: Ha
       });
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       res.status(reply.status);
-      if (reply.body === undefined) res.end();
+      if (reply.stream) {
+        // Headers are gone by now: a read failing half way can only cut the connection.
+        await pipeline(reply.stream, res).catch(() => res.destroy());
+      } else if (reply.body === undefined) res.end();
       else res.json(reply.body);
     });
   }

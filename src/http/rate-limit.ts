@@ -14,6 +14,8 @@ export interface RateLimitSettings {
   widgetConversations: number;
   /** Messages a visitor may send in a minute. */
   widgetMessages: number;
+  /** Files a visitor may upload in an hour. */
+  widgetUploads: number;
 }
 
 /** With Redis every instance counts into one budget; without it each process counts its own. */
@@ -115,6 +117,15 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
       windowMs: 60_000,
       limit: settings.widgetMessages,
       skip: (req) => operationIdOf(req) !== 'sendWidgetMessage',
+      keyGenerator: (req, res) => visitorKey(req, res),
+    }),
+    rateLimit({
+      ...common,
+      ...withStore('widget-uploads'),
+      identifier: 'widget-uploads',
+      windowMs: 60 * 60_000,
+      limit: settings.widgetUploads,
+      skip: (req) => operationIdOf(req) !== 'uploadWidgetFile',
       keyGenerator: (req, res) => visitorKey(req, res),
     }),
   ];

@@ -5,6 +5,7 @@ import type { Database, Tx } from '../db/database.ts';
 import type { Message, MessageSenderType, MessageType } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction } from '../events/outbox.ts';
+import { attachFiles, attachmentsOf } from '../files/file.service.ts';
 import type { Principal } from '../shared/principal.ts';
 import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
@@ -15,7 +16,8 @@ import * as repo from './message.repository.ts';
 
 type S = components['schemas'];
 
-export const toMessageDto = (m: Message): S['Message'] => ({
+/** The message as answered; `files` resolves its attachment ids (attachmentsOf), a file deleted since is left out. */
+export const toMessageDto = (m: Message, files: ReadonlyMap<string, S['Attachment']> = new Map()): S['Message'] => ({
   id: m.id,
   conversation_id: m.conversation_id,
   sender_type: m.sender_type,
@@ -23,7 +25,7 @@ export const toMessageDto = (m: Message): S['Message'] => ({
   type: m.type,
   content: m.content,
   internal: m.internal,
-  attachments: m.attachments,
+  attachments: m.attachments.flatMap((id) => files.get(id) ?? []),
   created_at: m.created_at.toISOString(),
 });
 
@@ -38,7 +40,15 @@ export async function appendMessage(
   trx: Tx,
   emit: Emit,
   conversation: { id: string; tenant_id: string },
-  message: { sender_type: MessageSenderType; sender_id: string | null; type: MessageType; content: string; internal?: boolean; attachments?: string[] },
+  message: {
+    sender_type: MessageSenderType;
+    sender_id: string | null;
+    type: MessageType;
+    content: string;
+    internal?: boolean;
+    /** Already attached (attachFiles) in this transaction. */
+    attachments?: S['Attachment'][];
+  },
   now: Date,
 ): Promise<S['Message']> {
   const internal = message.internal ?? false;
@@ -51,7 +61,7 @@ export async function appendMessage(
     type: message.type,
     content: message.content,
     internal,
-    attachments: message.attachments ?? [],
+    attachments: (message.attachments ?? []).map((a) => a.id),
     created_at: now,
   });
   if (message.type !== 'system') await repo.countMessage(trx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, sender_id: message.sender_id });
@@ -62,7 +72,7 @@ export async function appendMessage(
     internal ? { last_activity_at: now } : { last_message: message.content, last_message_at: now, last_activity_at: now },
     now,
   );
-  const dto = toMessageDto(row);
+  const dto = toMessageDto(row, new Map((message.attachments ?? []).map((a) => [a.id, a])));
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
   return dto;
 }
@@ -105,6 +115,8 @@ export class MessageService {
       if (!conversation) throw notFound('Conversation');
       if (conversation.status === 'closed') throw conversationClosed();
       const internal = input.internal ?? false;
+      const now = new Date();
+      const attachments = await attachFiles(trx, conversation.id, input.attachments ?? [], { kind: 'member' }, now);
       const message = await appendMessage(
         trx,
         emit,
@@ -116,9 +128,9 @@ export class MessageService {
           type: internal ? 'note' : 'text',
           content: input.content,
           internal,
-          attachments: input.attachments ?? [],
+          attachments,
         },
-        new Date(),
+        now,
       );
       if (keyRow) await repo.storeIdempotentResponse(trx, keyRow, { status: 201, body: message });
       return { message, replayed: false };
@@ -130,8 +142,9 @@ export class MessageService {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       if (!(await conversationRepo.findConversation(trx, conversationId, callerIdOf(principal)))) throw notFound('Conversation');
       const { rows, hasMore, total } = await repo.listMessages(trx, conversationId, { limit: page.limit, ...(before ? { before } : {}) });
+      const files = await attachmentsOf(trx, rows);
       return {
-        data: rows.map(toMessageDto),
+        data: rows.map((row) => toMessageDto(row, files)),
         pagination: keysetPageOf(rows, { limit: page.limit, hasMore, total }, (last) => encodeCursor(last.created_at, last.id)),
       };
     });

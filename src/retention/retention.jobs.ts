@@ -1,4 +1,6 @@
 import type { Database, Tx } from '../db/database.ts';
+import { deleteOrphanFiles } from '../files/file.service.ts';
+import type { FileStorage } from '../files/storage.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import * as repo from './retention.repository.ts';
 
@@ -45,4 +47,22 @@ export function retentionJobs(periods: RetentionPeriods, options: { batch?: numb
     pruneJob('retention.page_views', every, periods.pageViewMs, repo.deleteOldPageViews, batch),
     pruneJob('retention.events', every, periods.eventMs, repo.deleteOldEvents, batch),
   ];
+}
+
+/** Files fetched per batch by the orphan job: each object is removed before its row, inside the batch's transaction. */
+export const ORPHAN_FILE_BATCH = 100;
+
+/**
+ * Deletes files never attached to a message within `ageMs` of their upload (FILE_ORPHAN_HOURS), object
+ * first, then row. A batch holds its rows locked (a message attaching one of them meanwhile waits, then
+ * finds it gone: 404) and skips rows a request holds. If the commit fails after the objects went, the
+ * rows stay and the next run removes the (already missing) objects again and deletes them.
+ */
+export function orphanFileJob(storage: FileStorage, options: { intervalMs: number; ageMs: number; batch?: number }): Job {
+  const batch = options.batch ?? ORPHAN_FILE_BATCH;
+  return {
+    name: 'retention.orphan_files',
+    intervalMs: options.intervalMs,
+    run: (database: Database, signal: AbortSignal) => deleteOrphanFiles(database, storage, { ageMs: options.ageMs, batch, signal }),
+  };
 }

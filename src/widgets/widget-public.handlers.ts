@@ -27,12 +27,12 @@ export const widgetPublicHandlers = (widget: WidgetPublicService): Pick<Handlers
   },
   recordPageView: async ({ principal, body }) => ({ status: 201, body: await widget.recordPageView(visitorOf(principal), body) }),
   listWidgetConversations: async ({ principal }) => ({ status: 200, body: await widget.listConversations(visitorOf(principal)) }),
-  startWidgetConversation: async ({ principal, body }) => ({ status: 201, body: await widget.startConversation(visitorOf(principal), body.content) }),
+  startWidgetConversation: async ({ principal, body }) => ({ status: 201, body: await widget.startConversation(visitorOf(principal), body.content, body.attachments) }),
   listWidgetMessages: async ({ principal, params, query }) => ({
     status: 200,
     body: await widget.listMessages(visitorOf(principal), params.id, { limit: query.limit ?? DEFAULT_PAGE_SIZE, ...(query.cursor ? { cursor: query.cursor } : {}) }),
   }),
-  sendWidgetMessage: async ({ principal, params, body }) => ({ status: 201, body: await widget.sendMessage(visitorOf(principal), params.id, body.content) }),
+  sendWidgetMessage: async ({ principal, params, body }) => ({ status: 201, body: await widget.sendMessage(visitorOf(principal), params.id, body.content, body.attachments) }),
   answerSurvey: async ({ principal, params, body }) => ({ status: 201, body: await widget.answerSurvey(visitorOf(principal), params.id, body) }),
 });
 

@@ -10,6 +10,7 @@ import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import { messageForVisitor } from '../events/visitor-view.ts';
 import type { VisitorPrincipal } from '../shared/principal.ts';
+import { attachFiles, attachmentsOf } from '../files/file.service.ts';
 import * as messageRepo from '../messages/message.repository.ts';
 import { appendMessage, conversationClosed, toMessageDto } from '../messages/message.service.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
@@ -36,7 +37,7 @@ function hashMatches(secret: string, email: string, given: string): boolean {
 }
 
 // Internal notes are filtered out before; the view hides who answered.
-const forVisitor = (m: Message): S['Message'] => messageForVisitor(toMessageDto(m));
+const forVisitor = (m: Message, files: ReadonlyMap<string, S['Attachment']>): S['Message'] => messageForVisitor(toMessageDto(m, files));
 /** The visitor's conversations the widget lists, newest activity first. */
 const WIDGET_CONVERSATIONS_SHOWN = 100;
 
@@ -125,7 +126,7 @@ export class WidgetPublicService {
     return { data: rows.map(toWidgetConversation) };
   }
 
-  async startConversation(visitor: VisitorPrincipal, content: string): Promise<S['WidgetConversation']> {
+  async startConversation(visitor: VisitorPrincipal, content: string, attachmentIds: string[] = []): Promise<S['WidgetConversation']> {
     return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
       const now = new Date();
       const id = newId('conversation');
@@ -144,7 +145,8 @@ export class WidgetPublicService {
       });
       const created = await conversationRepo.findConversation(trx, id, visitor.visitorId);
       await emit('conversation.created', { conversation_id: id, conversation: toConversationDto(created!) }, { conversationId: id });
-      await appendMessage(trx, emit, { id, tenant_id: visitor.tenantId }, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content }, now);
+      const attachments = await attachFiles(trx, id, attachmentIds, { kind: 'visitor', visitorId: visitor.visitorId }, now);
+      await appendMessage(trx, emit, { id, tenant_id: visitor.tenantId }, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content, attachments }, now);
       return this.#own(trx, visitor, id);
     });
   }
@@ -159,19 +161,22 @@ export class WidgetPublicService {
         { limit: page.limit, ...(before ? { before } : {}) },
         { publicOnly: true },
       );
+      const files = await attachmentsOf(trx, rows);
       return {
-        data: rows.map(forVisitor),
+        data: rows.map((row) => forVisitor(row, files)),
         pagination: keysetPageOf(rows, { limit: page.limit, hasMore, total }, (last) => encodeCursor(last.created_at, last.id)),
       };
     });
   }
 
-  async sendMessage(visitor: VisitorPrincipal, conversationId: string, content: string): Promise<S['Message']> {
+  async sendMessage(visitor: VisitorPrincipal, conversationId: string, content: string, attachmentIds: string[] = []): Promise<S['Message']> {
     return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
       await this.#own(trx, visitor, conversationId);
       const conversation = await conversationRepo.lockConversation(trx, conversationId);
       if (conversation!.status === 'closed') throw conversationClosed();
-      return appendMessage(trx, emit, conversation!, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content }, new Date());
+      const now = new Date();
+      const attachments = await attachFiles(trx, conversationId, attachmentIds, { kind: 'visitor', visitorId: visitor.visitorId }, now);
+      return appendMessage(trx, emit, conversation!, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content, attachments }, now);
     });
   }
 

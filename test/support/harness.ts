@@ -23,7 +23,7 @@ export const TEST_CONFIG: AppDeps['config'] = {
   validateResponses: true,
   appUrl: 'http://app.test',
   // High enough that the suite never meets it; the rate-limit tests build apps with low limits.
-  rateLimits: { perMinute: 1_000_000, login: 1_000_000, forgotPassword: 1_000_000, widgetSessions: 1_000_000, widgetConversations: 1_000_000, widgetMessages: 1_000_000 },
+  rateLimits: { perMinute: 1_000_000, login: 1_000_000, forgotPassword: 1_000_000, widgetSessions: 1_000_000, widgetConversations: 1_000_000, widgetMessages: 1_000_000, widgetUploads: 1_000_000 },
   trustProxy: 'loopback',
   requireHttps: false,
 };

@@ -1,0 +1,174 @@
+// 50 concurrent 20 MiB uploads on each storage backend, beside a plain copy of the same bytes to the same
+// disk or S3 server in the same run, and the service's peak RSS growth while they run.
+//   npm run bench:files            (writes scripts/bench/files.results.json beside this script)
+// The service runs in a process of its own on an embedded database; the S3 server is s3rver on loopback.
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import S3rver from 's3rver';
+import { S3Storage } from '../../src/files/storage.ts';
+import { startProcess } from './support.ts';
+
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+const FILE_BYTES = 20 * 1024 * 1024;
+const JWT_SECRET = 'bench-secret-that-is-long-enough-for-hs256-0123456789';
+const SERVER = new URL('../../src/server.ts', import.meta.url).pathname;
+
+interface Row {
+  backend: string;
+  uploads: number;
+  bytes: number;
+  service_seconds: number;
+  service_mb_per_s: number;
+  plain_copy_seconds: number;
+  plain_copy_mb_per_s: number;
+  ratio: number;
+  rss_baseline_mib: number;
+  rss_peak_growth_mib: number;
+}
+
+const content = randomBytes(FILE_BYTES);
+const mb = (bytes: number, seconds: number) => bytes / 1e6 / seconds;
+
+/** One multipart upload of `content`, with a known length; resolves with the answer. */
+function upload(base: string, token: string, name: string): Promise<{ status: number; body: any }> {
+  const boundary = `bench-${name}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/api/v1/files`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'Content-Type': `multipart/form-data; boundary=${boundary}`,
+        'Content-Length': String(head.length + content.length + tail.length),
+      },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()) }));
+    });
+    req.on('error', reject);
+    // 1 MiB chunks from the one buffer: the client holds a single copy of the bytes however many uploads.
+    pipeline(Readable.from(chunksOf(head, tail)), req).catch(reject);
+  });
+}
+
+function* chunksOf(head: Buffer, tail: Buffer) {
+  yield head;
+  for (let at = 0; at < content.length; at += 1024 * 1024) yield content.subarray(at, at + 1024 * 1024);
+  yield tail;
+}
+
+async function register(base: string): Promise<string> {
+  const res = await fetch(`${base}/api/v1/auth/register`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: `bench-${Date.now()}@example.test`, password: 'correct horse battery staple', name: 'Bench' }),
+  });
+  if (res.status !== 201) throw new Error(`register: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await fn();
+  return (performance.now() - started) / 1000;
+}
+
+async function runBackend(backend: 'local' | 's3', dir: string, env: Record<string, string>, plainCopy: () => Promise<void>): Promise<Row> {
+  const service = await startProcess(SERVER, {
+    NODE_ENV: 'production',
+    REQUIRE_HTTPS: 'false',
+    JWT_SECRET,
+    DATABASE_URL: 'pglite://memory',
+    DATA_DIR: join(dir, `${backend}-service`),
+    BCRYPT_COST: '4',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    VALIDATE_RESPONSES: 'true',
+    ...env,
+  });
+  try {
+    const token = await register(service.url);
+    // Warm-up: the first upload compiles the paths it takes.
+    const warm = await upload(service.url, token, 'warm-up');
+    if (warm.status !== 201) throw new Error(`warm-up upload: ${warm.status} ${JSON.stringify(warm.body)}`);
+    const baseline = service.rssKiB();
+    let peak = baseline;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, service.rssKiB());
+    }, 10);
+    let answers: { status: number; body: any }[] = [];
+    const serviceSeconds = await timed(async () => {
+      answers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => upload(service.url, token, `f${i}`)));
+    });
+    clearInterval(sampler);
+    peak = Math.max(peak, service.rssKiB());
+    const failed = answers.filter((a) => a.status !== 201 || a.body.size !== FILE_BYTES);
+    if (failed.length > 0) throw new Error(`${failed.length} uploads failed: ${JSON.stringify(failed[0])}`);
+    const plainSeconds = await timed(plainCopy);
+    const bytes = CONCURRENCY * FILE_BYTES;
+    const row: Row = {
+      backend,
+      uploads: CONCURRENCY,
+      bytes,
+      service_seconds: round(serviceSeconds),
+      service_mb_per_s: round(mb(bytes, serviceSeconds)),
+      plain_copy_seconds: round(plainSeconds),
+      plain_copy_mb_per_s: round(mb(bytes, plainSeconds)),
+      ratio: round(plainSeconds / serviceSeconds),
+      rss_baseline_mib: round(baseline / 1024),
+      rss_peak_growth_mib: round((peak - baseline) / 1024),
+    };
+    return row;
+  } finally {
+    await service.stop();
+  }
+}
+
+const round = (n: number) => Math.round(n * 100) / 100;
+
+const dir = await mkdtemp(join(tmpdir(), 'bench-files-'));
+const rows: Row[] = [];
+try {
+  // Local disk: the service writes DATA_DIR/files; the plain copy writes the same bytes to the same disk.
+  const copies = join(dir, 'plain-copy');
+  await mkdir(copies, { recursive: true });
+  rows.push(
+    await runBackend('local', dir, {}, async () => {
+      await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => pipeline(Readable.from(chunksOf(Buffer.alloc(0), Buffer.alloc(0))), createWriteStream(join(copies, `f${i}`)))));
+    }),
+  );
+  await rm(copies, { recursive: true, force: true });
+
+  // S3: s3rver on loopback; the plain copy puts the same bytes with the same client, size given.
+  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: join(dir, 's3'), configureBuckets: [{ name: 'bench-files', configs: [] }] });
+  const { port } = (await s3.run()) as AddressInfo;
+  try {
+    const direct = new S3Storage({ bucket: 'bench-files', endPoint: '127.0.0.1', port, useSSL: false, region: 'us-east-1', accessKey: 'S3RVER', secretKey: 'S3RVER', pathStyle: true, spoolDir: join(dir, 'spool') });
+    rows.push(
+      await runBackend('s3', dir, { STORAGE_URL: `s3://S3RVER:S3RVER@bench-files?endpoint=http://127.0.0.1:${port}&region=us-east-1` }, async () => {
+        await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => direct.client.putObject('bench-files', `plain/f${i}`, content, content.length)));
+      }),
+    );
+  } finally {
+    await s3.close();
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
+
+const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'RSS baseline MiB', 'RSS peak growth MiB'];
+const lines = rows.map((r) => [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, `${Math.round(r.ratio * 100)}%`, r.rss_baseline_mib, r.rss_peak_growth_mib].map(String));
+const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+console.log([fmt(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n'));
+const out = new URL('./files.results.json', import.meta.url);
+await writeFile(out, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, concurrency: CONCURRENCY, file_bytes: FILE_BYTES, rows }, null, 2)}\n`);
+console.log(`wrote ${out.pathname}`);

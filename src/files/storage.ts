@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { Agent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import * as Minio from 'minio';
+
+/** Where file bytes live. Keys are `<tenant id>/<file id>`. */
+export interface FileStorage {
+  readonly kind: 'local' | 's3';
+  /**
+   * Stores what the stream carries under key. When the stream fails (the upload was too large, cut
+   * off, malformed), rejects with its error and leaves nothing behind: no object, no temporary file.
+   */
+  put(key: string, body: Readable): Promise<void>;
+  /** Removes the object; one already gone is no error. */
+  remove(key: string): Promise<void>;
+  /**
+   * The store's own pre-signed download URL, or undefined when the service signs and serves downloads
+   * itself (local disk).
+   */
+  presignedUrl(key: string, download: { ttlSeconds: number; contentDisposition: string; contentType: string }): Promise<string | undefined>;
+  /** The object's bytes; fails with code ENOENT (local) or NoSuchKey (S3) when it is missing. */
+  open(key: string): Promise<Readable>;
+  /** Everything stored, temporary files included: tests and the benchmark check that nothing is left. */
+  list(): Promise<string[]>;
+}
+
+const KEY = /^[A-Za-z0-9_-]+\/[A-Za-z0-9_-]+$/;
+function checkKey(key: string): string {
+  // Keys are made by the service from ids; anything else is a bug, and must never become a path.
+  if (!KEY.test(key)) throw new Error(`not a storage key: ${key}`);
+  return key;
+}
+
+/** Files under a directory (DATA_DIR/files). Writes go to a `.part` file renamed into place at the end. */
+export class LocalStorage implements FileStorage {
+  readonly kind = 'local' as const;
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  async put(key: string, body: Readable): Promise<void> {
+    const path = join(this.root, checkKey(key));
+    await mkdir(join(path, '..'), { recursive: true });
+    const partial = `${path}.${randomUUID()}.part`;
+    try {
+      await pipeline(body, createWriteStream(partial, { flags: 'wx', highWaterMark: 256 * 1024 }));
+      await rename(partial, path);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+  }
+
+  async remove(key: string): Promise<void> {
+    await rm(join(this.root, checkKey(key)), { force: true });
+  }
+
+  async presignedUrl(): Promise<undefined> {
+    return undefined;
+  }
+
+  async open(key: string): Promise<Readable> {
+    const path = join(this.root, checkKey(key));
+    await stat(path);
+    return createReadStream(path);
+  }
+
+  async list(): Promise<string[]> {
+    const entries = await readdir(this.root, { recursive: true, withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    });
+    return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(this.root.length + 1));
+  }
+}
+
+export interface S3Options {
+  bucket: string;
+  endPoint: string;
+  port?: number | undefined;
+  useSSL: boolean;
+  region: string;
+  accessKey: string;
+  secretKey: string;
+  pathStyle: boolean;
+  /** The store as clients reach it, when not at endPoint (a container network): download URLs are signed for it. */
+  publicEndpoint?: URL | undefined;
+  /** Where uploads are spooled before they go to the store. */
+  spoolDir: string;
+}
+
+/**
+ * Any S3-compatible store through the minio client. An upload is spooled to a temporary file (counted
+ * and hashed on its way there) and then put with its size: a stream of unknown length makes the client
+ * list multipart uploads first, which not every store answers (s3rver does not), and a failed upload
+ * must not leave a half-made multipart upload behind. The temporary file is removed in every case.
+ * The put is a single PUT to a URL the client pre-signs, streamed from the temporary file.
+ */
+export class S3Storage implements FileStorage {
+  readonly kind = 's3' as const;
+  readonly bucket: string;
+  readonly spoolDir: string;
+  readonly client: Minio.Client;
+  readonly #signer: Minio.Client;
+  readonly #agent: Agent;
+
+  constructor(options: S3Options) {
+    this.bucket = options.bucket;
+    this.spoolDir = resolve(options.spoolDir);
+    const agent = options.useSSL ? new HttpsAgent({ keepAlive: true, maxSockets: 64 }) : new Agent({ keepAlive: true, maxSockets: 64 });
+    this.#agent = agent;
+    const common = { region: options.region, accessKey: options.accessKey, secretKey: options.secretKey, pathStyle: options.pathStyle };
+    this.client = new Minio.Client({
+      endPoint: options.endPoint,
+      ...(options.port ? { port: options.port } : {}),
+      useSSL: options.useSSL,
+      // With the region known, signing a URL needs no request to the store.
+      region: options.region,
+      accessKey: options.accessKey,
+      secretKey: options.secretKey,
+      pathStyle: options.pathStyle,
+      transportAgent: agent,
+    });
+    const pub = options.publicEndpoint;
+    // Signing is offline (the region is known), so the signer never connects to its endpoint.
+    this.#signer = pub
+      ? new Minio.Client({ ...common, endPoint: pub.hostname, useSSL: pub.protocol === 'https:', ...(pub.port ? { port: Number(pub.port) } : {}) })
+      : this.client;
+  }
+
+  async put(key: string, body: Readable): Promise<void> {
+    checkKey(key);
+    await mkdir(this.spoolDir, { recursive: true });
+    const spooled = join(this.spoolDir, `${randomUUID()}.upload`);
+    try {
+      await pipeline(body, createWriteStream(spooled, { flags: 'wx', highWaterMark: 256 * 1024 }));
+      const { size } = await stat(spooled);
+      await this.#putFile(key, spooled, size);
+    } finally {
+      await rm(spooled, { force: true });
+    }
+  }
+
+  // The client's putObject reads a body below its part size whole into memory to sign its hash: 50
+  // uploads at once would hold a gigabyte. A pre-signed PUT (unsigned payload) streams from the spool.
+  async #putFile(key: string, path: string, size: number): Promise<void> {
+    const url = new URL(await this.client.presignedPutObject(this.bucket, key, 600));
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    await new Promise<void>((resolve, reject) => {
+      const req = send(url, { method: 'PUT', agent: this.#agent, headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } }, (res) => {
+        const answer: Buffer[] = [];
+        res.on('data', (c: Buffer) => answer.push(c));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve() : reject(new Error(`S3 PUT ${key} answered ${res.statusCode}: ${Buffer.concat(answer).toString().slice(0, 500)}`)),
+        );
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      pipeline(createReadStream(path, { highWaterMark: 256 * 1024 }), req).catch(reject);
+    });
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.client.removeObject(this.bucket, checkKey(key));
+  }
+
+  async presignedUrl(key: string, download: { ttlSeconds: number; contentDisposition: string; contentType: string }): Promise<string> {
+    // The store serves the download, on its own origin; these make it an attachment of the sniffed type.
+    return this.#signer.presignedGetObject(this.bucket, checkKey(key), download.ttlSeconds, {
+      'response-content-disposition': download.contentDisposition,
+      'response-content-type': download.contentType,
+    });
+  }
+
+  async open(key: string): Promise<Readable> {
+    return this.client.getObject(this.bucket, checkKey(key));
+  }
+
+  async list(): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const item of this.client.listObjectsV2(this.bucket, '', true)) {
+      if (item.name) keys.push(item.name);
+    }
+    const spooled = await readdir(this.spoolDir).catch(() => [] as string[]);
+    return [...keys, ...spooled.map((name) => `spool/${name}`)];
+  }
+}
+
+/**
+ * The storage STORAGE_URL names: unset, local disk under DATA_DIR/files; `s3://bucket?endpoint=…&region=…`
+ * (and `public_endpoint=…` when clients reach the store at another address) an S3-compatible store, with the credentials in the URL's user info or AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY.
+ */
+export function storageFromConfig(config: { storageUrl?: string | undefined; dataDir: string }, env: NodeJS.ProcessEnv = process.env): FileStorage {
+  if (!config.storageUrl) return new LocalStorage(join(config.dataDir, 'files'));
+  return new S3Storage(parseS3Url(config.storageUrl, { spoolDir: join(config.dataDir, 'spool'), env }));
+}
+
+export function parseS3Url(value: string, options: { spoolDir: string; env?: NodeJS.ProcessEnv }): S3Options {
+  const url = new URL(value);
+  if (url.protocol !== 's3:') throw new Error('STORAGE_URL must be s3://bucket?endpoint=…');
+  const bucket = url.hostname;
+  if (!bucket) throw new Error('STORAGE_URL names no bucket');
+  const env = options.env ?? {};
+  const endpointParam = url.searchParams.get('endpoint');
+  const endpoint = new URL(endpointParam ?? 'https://s3.amazonaws.com');
+  if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') throw new Error('STORAGE_URL endpoint must be http:// or https://');
+  const publicParam = url.searchParams.get('public_endpoint');
+  const publicEndpoint = publicParam ? new URL(publicParam) : undefined;
+  const accessKey = decodeURIComponent(url.username) || env.AWS_ACCESS_KEY_ID;
+  const secretKey = decodeURIComponent(url.password) || env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKey || !secretKey) throw new Error('STORAGE_URL needs credentials: s3://KEY:SECRET@bucket, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
+  return {
+    bucket,
+    endPoint: endpoint.hostname,
+    port: endpoint.port ? Number(endpoint.port) : undefined,
+    useSSL: endpoint.protocol === 'https:',
+    region: url.searchParams.get('region') ?? env.AWS_REGION ?? 'us-east-1',
+    accessKey,
+    secretKey,
+    // Self-hosted stores (MinIO, s3rver) are addressed by path; AWS by virtual host.
+    pathStyle: endpointParam !== null,
+    publicEndpoint,
+    spoolDir: options.spoolDir,
+  };
+}
