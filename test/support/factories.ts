@@ -30,7 +30,7 @@ export async function createTenant(options: { name?: string; timezone?: string }
   };
 }
 
-/** Adds a member to the tenant directly in the database (member management has no endpoint yet). */
+/** Adds an active member straight into the database: faster than an invitation, and tests of invitations make their own. */
 export async function addMember(
   tenant: TestTenant,
   options: { role?: 'owner' | 'admin' | 'agent'; seat?: 'full' | 'lite'; status?: 'active' | 'invited'; database?: Database } = {},
@@ -61,7 +61,7 @@ export async function login(email: string, tenantId?: string): Promise<string> {
   return res.body.access_token;
 }
 
-/** A visitor record (the widget makes them; that capability has its own issue). */
+/** A visitor record straight in the database, for tests about agents' side; widget tests start real widget sessions. */
 export async function createVisitor(tenant: TestTenant, options: { name?: string } = {}): Promise<string> {
   const { database } = await getHarness();
   const id = newId('visitor');
