@@ -6,9 +6,10 @@ import { type Handlers, loadContract, mountOperations } from '../src/http/contra
 import { getHarness } from './support/harness.ts';
 
 describe('the contract', () => {
-  it('is served as JSON and YAML, identical to openapi/chat.yaml', async () => {
+  it('is served as JSON and YAML, as openapi/chat.yaml with the service itself as the first server', async () => {
     const { app } = await getHarness();
-    const { document } = loadContract();
+    const contract = loadContract();
+    const document = { ...contract.document, servers: [{ url: '/api', description: 'This service' }, ...contract.document.servers] };
     const json = await request(app).get('/api/openapi.json').expect(200).expect('Content-Type', /application\/json/);
     expect(json.body).to.deep.equal(document);
     const yaml = await request(app).get('/api/openapi.yaml').expect(200).expect('Content-Type', /application\/yaml/);
