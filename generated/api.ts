@@ -1464,7 +1464,7 @@ export interface components {
              * @description An internal note, seen by the team only
              * @default false
              */
-            internal: boolean;
+            internal?: boolean;
         };
         MessageCreatedData: {
             conversation_id: components["schemas"]["ConversationId"];
@@ -1793,7 +1793,7 @@ export interface components {
         };
         WidgetCreate: {
             /** @default false */
-            identity_required: boolean;
+            identity_required?: boolean;
             name: string;
             settings?: components["schemas"]["WidgetSettings"];
         };
@@ -5580,3 +5580,94 @@ export interface operations {
         };
     };
 }
+
+/** The request headers of each security scheme (components.securitySchemes). */
+export interface securitySchemes {
+    bearerAuth: {
+        Authorization: `Bearer ${string}`;
+        'X-Tenant-ID'?: string;
+    };
+    apiKeyAuth: {
+        'X-API-Key': string;
+    };
+    visitorAuth: {
+        Authorization: `Bearer ${string}`;
+    };
+    tenantHeader: {
+        'X-Tenant-ID': string;
+    };
+}
+/** Per operation: the credential headers it accepts, one alternative of its `security` each. */
+export interface credentials {
+    acceptInvitation: Record<string, never>;
+    addDepartmentMember: securitySchemes['bearerAuth'];
+    addDomain: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    addTenantMember: securitySchemes['bearerAuth'];
+    answerSurvey: securitySchemes['visitorAuth'];
+    assignConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    closeConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createApiKey: securitySchemes['bearerAuth'];
+    createCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createDepartment: securitySchemes['bearerAuth'];
+    createTenant: securitySchemes['bearerAuth'];
+    createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createWsTicket: securitySchemes['bearerAuth'];
+    deleteCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteDepartment: securitySchemes['bearerAuth'];
+    deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    forgotPassword: Record<string, never>;
+    getContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getHealth: Record<string, never>;
+    getReady: Record<string, never>;
+    getTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getVisitor: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listApiKeys: securitySchemes['bearerAuth'];
+    listCannedResponses: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listContacts: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listConversations: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listDepartments: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listDomains: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listEvents: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listTeamMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listTenantMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listVisitors: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWidgetConversations: securitySchemes['visitorAuth'];
+    listWidgetMessages: securitySchemes['visitorAuth'];
+    listWidgets: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    login: Record<string, never>;
+    logout: Record<string, never>;
+    markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    recordPageView: securitySchemes['visitorAuth'];
+    refreshToken: Record<string, never>;
+    register: Record<string, never>;
+    removeDepartmentMember: securitySchemes['bearerAuth'];
+    removeDomain: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    removeTenantMember: securitySchemes['bearerAuth'];
+    reopenConversation: securitySchemes['bearerAuth'];
+    resetPassword: Record<string, never>;
+    revokeApiKey: securitySchemes['bearerAuth'];
+    rotateApiKey: securitySchemes['bearerAuth'];
+    rotateWidgetSecret: securitySchemes['bearerAuth'];
+    sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    sendWidgetMessage: securitySchemes['visitorAuth'];
+    startWidgetConversation: securitySchemes['visitorAuth'];
+    startWidgetSession: Record<string, never>;
+    transferConversation: securitySchemes['bearerAuth'];
+    updateCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateDepartment: securitySchemes['bearerAuth'];
+    updateTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateTenantMember: securitySchemes['bearerAuth'];
+    updateWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    verifyEmail: Record<string, never>;
+}
+/** The credential headers an operation accepts: `Credentials<'listConversations'>`. */
+export type Credentials<K extends keyof credentials> = credentials[K];
