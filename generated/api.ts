@@ -1248,10 +1248,32 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             previous_assigned_user_id: string | null;
         };
+        ConversationAssignedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationAssignedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.assigned";
+        };
         ConversationClosedData: {
             closed_at: components["schemas"]["Timestamp"];
             conversation_id: components["schemas"]["ConversationId"];
             survey_id: string;
+        };
+        ConversationClosedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationClosedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.closed";
         };
         /** @description A conversation an agent or an integration starts, with a visitor, a contact or both (at least one; 400 ERR_VALIDATION otherwise). */
         ConversationCreate: {
@@ -1267,6 +1289,17 @@ export interface components {
             conversation: components["schemas"]["Conversation"];
             conversation_id: components["schemas"]["ConversationId"];
         };
+        ConversationCreatedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationCreatedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.created";
+        };
         /**
          * @description Conversation identifier (conv_ and a UUIDv7)
          * @example conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70
@@ -1279,6 +1312,17 @@ export interface components {
         /** @description Exactly the seed's payload */
         ConversationReopenedData: {
             conversation_id: components["schemas"]["ConversationId"];
+        };
+        ConversationReopenedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationReopenedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.reopened";
         };
         ConversationResult: {
             conversation: components["schemas"]["Conversation"];
@@ -1294,6 +1338,17 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             department_id: string | null;
         };
+        ConversationTransferredEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationTransferredData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.transferred";
+        };
         ConversationUpdate: {
             priority?: components["schemas"]["Priority"];
             /**
@@ -1308,11 +1363,33 @@ export interface components {
             conversation: components["schemas"]["Conversation"];
             conversation_id: components["schemas"]["ConversationId"];
         };
+        ConversationUpdatedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationUpdatedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.updated";
+        };
         CsatSubmittedData: {
             comment: string | null;
             conversation_id: components["schemas"]["ConversationId"];
             rating: number;
             survey_id: string;
+        };
+        CsatSubmittedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["CsatSubmittedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "csat.submitted";
         };
         /** @description Free key/value pairs; in PATCH they merge, and null removes a key */
         CustomAttributes: {
@@ -1377,14 +1454,12 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
-        /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
-        Event: {
-            created_at: components["schemas"]["Timestamp"];
-            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"] | components["schemas"]["CsatSubmittedData"];
-            id: string;
-            tenant_id: components["schemas"]["TenantId"];
-            type: components["schemas"]["EventType"];
-        };
+        /**
+         * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
+         *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
+         */
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"];
+        EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
             /** @description Pass as `after` to get what follows; stable even when nothing followed yet */
@@ -1470,6 +1545,17 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             message: components["schemas"]["Message"];
         };
+        MessageCreatedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["MessageCreatedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message.created";
+        };
         /** @description Message identifier (msg_ and a UUIDv7) */
         MessageId: string;
         MessageList: {
@@ -1480,6 +1566,17 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             last_read_at: components["schemas"]["Timestamp"];
             reader_id: string;
+        };
+        MessageReadEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["MessageReadData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message.read";
         };
         /** @enum {string} */
         MessageType: "text" | "note" | "system" | "survey";
@@ -1522,6 +1619,16 @@ export interface components {
         PresenceUpdatedData: {
             presence: components["schemas"]["Presence"];
             user_id: components["schemas"]["UserId"];
+        };
+        PresenceUpdatedSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["PresenceUpdatedData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "presence.updated";
         };
         /** @enum {string} */
         Priority: "low" | "normal" | "high" | "urgent";
@@ -1595,6 +1702,13 @@ export interface components {
         SenderType: "visitor" | "user" | "bot" | "system";
         /** @description Lower-case letters, digits, _ and -, up to 32; unique in the tenant */
         Shortcut: string;
+        /**
+         * @description Every event frame the WebSocket sends (openapi/events.asyncapi.yaml), discriminated by `type`: a
+         *     stored event (`Event`), or a live signal (presence.updated, typing, visitor.online, visitor.offline),
+         *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
+         *     WebSocket clients type their frames with it.
+         */
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         SurveyAnswer: {
             answered_at: components["schemas"]["Timestamp"];
             comment: string | null;
@@ -1696,6 +1810,16 @@ export interface components {
             /** @enum {string} */
             sender_type: "user" | "visitor";
         };
+        TypingSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["TypingData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "typing";
+        };
         User: {
             created_at: components["schemas"]["Timestamp"];
             email: components["schemas"]["Email"];
@@ -1748,6 +1872,26 @@ export interface components {
         VisitorList: {
             data: components["schemas"]["VisitorSummary"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        VisitorOfflineSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["VisitorPresenceData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "visitor.offline";
+        };
+        VisitorOnlineSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["VisitorPresenceData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "visitor.online";
         };
         VisitorPresenceData: {
             visitor_id: components["schemas"]["VisitorId"];
