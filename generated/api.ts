@@ -2275,15 +2275,30 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description IETF RateLimit header (draft 8) for the policy that applies */
+        /**
+         * @description IETF RateLimit header (draft 8) for the policy that applies
+         * @example "requests"; r=0; t=42
+         */
         RateLimit: string;
-        /** @description IETF RateLimit-Policy header (draft 8) */
+        /**
+         * @description IETF RateLimit-Policy header (draft 8)
+         * @example "requests"; q=1200; w=60
+         */
         RateLimitPolicy: string;
-        /** @description The request's identifier, also in the problem body and the logs */
+        /**
+         * @description The request's identifier, also in the problem body and the logs
+         * @example 6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11
+         */
         RequestId: string;
-        /** @description Seconds to wait before retrying */
+        /**
+         * @description Seconds to wait before retrying
+         * @example 30
+         */
         RetryAfter: number;
-        /** @description The authentication scheme the operation expects */
+        /**
+         * @description The authentication scheme the operation expects
+         * @example Bearer
+         */
         WwwAuthenticate: string;
     };
     pathItems: never;
@@ -3700,7 +3715,7 @@ export interface operations {
                      * @example {
                      *       "conversation": {
                      *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
-                     *         "status": "assigned",
+                     *         "status": "closed",
                      *         "priority": "normal",
                      *         "subject": "Order 1234",
                      *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
@@ -3710,12 +3725,12 @@ export interface operations {
                      *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
                      *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
                      *         "bot_state": "off",
-                     *         "last_message": "Where is my order?",
-                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
-                     *         "unread_count": 1,
+                     *         "last_message": "This conversation has been closed. How did we do?",
+                     *         "last_message_at": "2026-11-21T10:30:00.000Z",
+                     *         "unread_count": 0,
                      *         "created_at": "2026-11-21T10:00:00.000Z",
-                     *         "updated_at": "2026-11-21T10:05:00.000Z",
-                     *         "closed_at": null,
+                     *         "updated_at": "2026-11-21T10:30:00.000Z",
+                     *         "closed_at": "2026-11-21T10:30:00.000Z",
                      *         "satisfaction": null
                      *       }
                      *     }
