@@ -1386,10 +1386,32 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             previous_assigned_user_id: string | null;
         };
+        ConversationAssignedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationAssignedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.assigned";
+        };
         ConversationClosedData: {
             closed_at: components["schemas"]["Timestamp"];
             conversation_id: components["schemas"]["ConversationId"];
             survey_id: string;
+        };
+        ConversationClosedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationClosedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.closed";
         };
         /** @description A conversation an agent or an integration starts, with a visitor, a contact or both (at least one; 400 ERR_VALIDATION otherwise). */
         ConversationCreate: {
@@ -1405,6 +1427,17 @@ export interface components {
             conversation: components["schemas"]["Conversation"];
             conversation_id: components["schemas"]["ConversationId"];
         };
+        ConversationCreatedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationCreatedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.created";
+        };
         /**
          * @description Conversation identifier (conv_ and a UUIDv7)
          * @example conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70
@@ -1417,6 +1450,17 @@ export interface components {
         /** @description Exactly the seed's payload */
         ConversationReopenedData: {
             conversation_id: components["schemas"]["ConversationId"];
+        };
+        ConversationReopenedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationReopenedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.reopened";
         };
         ConversationResult: {
             conversation: components["schemas"]["Conversation"];
@@ -1432,6 +1476,17 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             department_id: string | null;
         };
+        ConversationTransferredEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationTransferredData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.transferred";
+        };
         ConversationUpdate: {
             priority?: components["schemas"]["Priority"];
             /**
@@ -1446,11 +1501,33 @@ export interface components {
             conversation: components["schemas"]["Conversation"];
             conversation_id: components["schemas"]["ConversationId"];
         };
+        ConversationUpdatedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationUpdatedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.updated";
+        };
         CsatSubmittedData: {
             comment: string | null;
             conversation_id: components["schemas"]["ConversationId"];
             rating: number;
             survey_id: string;
+        };
+        CsatSubmittedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["CsatSubmittedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "csat.submitted";
         };
         /** @description Free key/value pairs; in PATCH they merge, and null removes a key */
         CustomAttributes: {
@@ -1515,14 +1592,12 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_INVALID_ATTACHMENT" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
-        /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
-        Event: {
-            created_at: components["schemas"]["Timestamp"];
-            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"] | components["schemas"]["CsatSubmittedData"];
-            id: string;
-            tenant_id: components["schemas"]["TenantId"];
-            type: components["schemas"]["EventType"];
-        };
+        /**
+         * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
+         *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
+         */
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"];
+        EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
             /** @description Pass as `after` to get what follows; stable even when nothing followed yet */
@@ -1646,11 +1721,22 @@ export interface components {
              * @description An internal note, seen by the team only
              * @default false
              */
-            internal: boolean;
+            internal?: boolean;
         };
         MessageCreatedData: {
             conversation_id: components["schemas"]["ConversationId"];
             message: components["schemas"]["Message"];
+        };
+        MessageCreatedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["MessageCreatedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message.created";
         };
         /** @description Message identifier (msg_ and a UUIDv7) */
         MessageId: string;
@@ -1662,6 +1748,17 @@ export interface components {
             conversation_id: components["schemas"]["ConversationId"];
             last_read_at: components["schemas"]["Timestamp"];
             reader_id: string;
+        };
+        MessageReadEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["MessageReadData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message.read";
         };
         /** @enum {string} */
         MessageType: "text" | "note" | "system" | "survey";
@@ -1704,6 +1801,16 @@ export interface components {
         PresenceUpdatedData: {
             presence: components["schemas"]["Presence"];
             user_id: components["schemas"]["UserId"];
+        };
+        PresenceUpdatedSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["PresenceUpdatedData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "presence.updated";
         };
         /** @enum {string} */
         Priority: "low" | "normal" | "high" | "urgent";
@@ -1777,6 +1884,13 @@ export interface components {
         SenderType: "visitor" | "user" | "bot" | "system";
         /** @description Lower-case letters, digits, _ and -, up to 32; unique in the tenant */
         Shortcut: string;
+        /**
+         * @description Every event frame the WebSocket sends (openapi/events.asyncapi.yaml), discriminated by `type`: a
+         *     stored event (`Event`), or a live signal (presence.updated, typing, visitor.online, visitor.offline),
+         *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
+         *     WebSocket clients type their frames with it.
+         */
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         SurveyAnswer: {
             answered_at: components["schemas"]["Timestamp"];
             comment: string | null;
@@ -1878,6 +1992,16 @@ export interface components {
             /** @enum {string} */
             sender_type: "user" | "visitor";
         };
+        TypingSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["TypingData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "typing";
+        };
         User: {
             created_at: components["schemas"]["Timestamp"];
             email: components["schemas"]["Email"];
@@ -1931,6 +2055,26 @@ export interface components {
             data: components["schemas"]["VisitorSummary"][];
             pagination: components["schemas"]["Pagination"];
         };
+        VisitorOfflineSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["VisitorPresenceData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "visitor.offline";
+        };
+        VisitorOnlineSignal: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["VisitorPresenceData"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "visitor.online";
+        };
         VisitorPresenceData: {
             visitor_id: components["schemas"]["VisitorId"];
         };
@@ -1975,7 +2119,7 @@ export interface components {
         };
         WidgetCreate: {
             /** @default false */
-            identity_required: boolean;
+            identity_required?: boolean;
             name: string;
             settings?: components["schemas"]["WidgetSettings"];
         };
@@ -2380,15 +2524,30 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description IETF RateLimit header (draft 8) for the policy that applies */
+        /**
+         * @description IETF RateLimit header (draft 8) for the policy that applies
+         * @example "requests"; r=0; t=42
+         */
         RateLimit: string;
-        /** @description IETF RateLimit-Policy header (draft 8) */
+        /**
+         * @description IETF RateLimit-Policy header (draft 8)
+         * @example "requests"; q=1200; w=60
+         */
         RateLimitPolicy: string;
-        /** @description The request's identifier, also in the problem body and the logs */
+        /**
+         * @description The request's identifier, also in the problem body and the logs
+         * @example 6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11
+         */
         RequestId: string;
-        /** @description Seconds to wait before retrying */
+        /**
+         * @description Seconds to wait before retrying
+         * @example 30
+         */
         RetryAfter: number;
-        /** @description The authentication scheme the operation expects */
+        /**
+         * @description The authentication scheme the operation expects
+         * @example Bearer
+         */
         WwwAuthenticate: string;
     };
     pathItems: never;
@@ -3805,7 +3964,7 @@ export interface operations {
                      * @example {
                      *       "conversation": {
                      *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
-                     *         "status": "assigned",
+                     *         "status": "closed",
                      *         "priority": "normal",
                      *         "subject": "Order 1234",
                      *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
@@ -3815,12 +3974,12 @@ export interface operations {
                      *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
                      *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
                      *         "bot_state": "off",
-                     *         "last_message": "Where is my order?",
-                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
-                     *         "unread_count": 1,
+                     *         "last_message": "This conversation has been closed. How did we do?",
+                     *         "last_message_at": "2026-11-21T10:30:00.000Z",
+                     *         "unread_count": 0,
                      *         "created_at": "2026-11-21T10:00:00.000Z",
-                     *         "updated_at": "2026-11-21T10:05:00.000Z",
-                     *         "closed_at": null,
+                     *         "updated_at": "2026-11-21T10:30:00.000Z",
+                     *         "closed_at": "2026-11-21T10:30:00.000Z",
                      *         "satisfaction": null
                      *       }
                      *     }
@@ -6114,3 +6273,100 @@ export interface operations {
         };
     };
 }
+
+/** The request headers of each security scheme (components.securitySchemes). */
+export interface securitySchemes {
+    bearerAuth: {
+        Authorization: `Bearer ${string}`;
+        'X-Tenant-ID'?: string;
+    };
+    apiKeyAuth: {
+        'X-API-Key': string;
+    };
+    visitorAuth: {
+        Authorization: `Bearer ${string}`;
+    };
+    tenantHeader: {
+        'X-Tenant-ID': string;
+    };
+}
+/** Per operation: the credential headers it accepts, one alternative of its `security` each. */
+export interface credentials {
+    acceptInvitation: Record<string, never>;
+    addDepartmentMember: securitySchemes['bearerAuth'];
+    addDomain: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    addTenantMember: securitySchemes['bearerAuth'];
+    answerSurvey: securitySchemes['visitorAuth'];
+    assignConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    closeConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createApiKey: securitySchemes['bearerAuth'];
+    createCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createDepartment: securitySchemes['bearerAuth'];
+    createTenant: securitySchemes['bearerAuth'];
+    createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createWsTicket: securitySchemes['bearerAuth'];
+    deleteCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteDepartment: securitySchemes['bearerAuth'];
+    deleteFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    downloadFile: Record<string, never>;
+    forgotPassword: Record<string, never>;
+    getContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getHealth: Record<string, never>;
+    getReady: Record<string, never>;
+    getTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getVisitor: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getWidgetFile: securitySchemes['visitorAuth'];
+    listApiKeys: securitySchemes['bearerAuth'];
+    listCannedResponses: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listContacts: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listConversations: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listDepartments: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listDomains: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listEvents: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listTeamMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listTenantMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listVisitors: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWidgetConversations: securitySchemes['visitorAuth'];
+    listWidgetMessages: securitySchemes['visitorAuth'];
+    listWidgets: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    login: Record<string, never>;
+    logout: Record<string, never>;
+    markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    recordPageView: securitySchemes['visitorAuth'];
+    refreshToken: Record<string, never>;
+    register: Record<string, never>;
+    removeDepartmentMember: securitySchemes['bearerAuth'];
+    removeDomain: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    removeTenantMember: securitySchemes['bearerAuth'];
+    reopenConversation: securitySchemes['bearerAuth'];
+    resetPassword: Record<string, never>;
+    revokeApiKey: securitySchemes['bearerAuth'];
+    rotateApiKey: securitySchemes['bearerAuth'];
+    rotateWidgetSecret: securitySchemes['bearerAuth'];
+    sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    sendWidgetMessage: securitySchemes['visitorAuth'];
+    startWidgetConversation: securitySchemes['visitorAuth'];
+    startWidgetSession: Record<string, never>;
+    transferConversation: securitySchemes['bearerAuth'];
+    updateCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateDepartment: securitySchemes['bearerAuth'];
+    updateTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateTenantMember: securitySchemes['bearerAuth'];
+    updateWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    uploadFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    uploadWidgetFile: securitySchemes['visitorAuth'];
+    verifyEmail: Record<string, never>;
+}
+/** The credential headers an operation accepts: `Credentials<'listConversations'>`. */
+export type Credentials<K extends keyof credentials> = credentials[K];

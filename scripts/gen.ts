@@ -3,6 +3,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { parse } from 'yaml';
 
 // --root DIR runs against another copy of the project (the tests use it to prove the check fails).
 const rootArg = process.argv.indexOf('--root');
@@ -26,11 +27,65 @@ const targets: Target[] = [
       const ast = await openapiTS(new URL('openapi/chat.yaml', root), {
         alphabetize: true,
         immutable: false,
+        // A property with a default is optional to whoever sends it (MessageCreate.internal): the
+        // service fills it in. Response fields that are always there are `required` in the contract.
+        defaultNonNullable: false,
       });
-      return banner('openapi/chat.yaml') + astToString(ast);
+      const document = parse(await readFile(new URL('openapi/chat.yaml', root), 'utf8')) as Contract;
+      return banner('openapi/chat.yaml') + astToString(ast) + credentialTypes(document);
     },
   },
 ];
+
+interface SecurityScheme {
+  type: string;
+  scheme?: string;
+  in?: string;
+  name?: string;
+  'x-optional-headers'?: string[];
+}
+type Requirement = Record<string, string[]>;
+interface Contract {
+  security?: Requirement[];
+  paths: Record<string, Record<string, { operationId?: string; security?: Requirement[] }>>;
+  components: { securitySchemes: Record<string, SecurityScheme> };
+}
+
+// openapi-typescript types no credentials (securitySchemes are not parameters): the headers each
+// scheme sends, and per operation the header sets that satisfy its `security` (one per alternative).
+function credentialTypes(document: Contract): string {
+  const key = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : `'${name}'`);
+  const headersOf = (name: string, scheme: SecurityScheme): string[] => {
+    const own =
+      scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'bearer'
+        ? ['Authorization: `Bearer ${string}`']
+        : scheme.type === 'http' && scheme.scheme?.toLowerCase() === 'basic'
+          ? ['Authorization: `Basic ${string}`']
+          : scheme.type === 'apiKey' && scheme.in === 'header'
+            ? [`${key(scheme.name!)}: string`]
+            : [];
+    if (own.length === 0) throw new Error(`securitySchemes.${name}: no header type for ${scheme.type} ${scheme.in ?? scheme.scheme ?? ''}`);
+    return [...own, ...(scheme['x-optional-headers'] ?? []).map((h) => `${key(h)}?: string`)];
+  };
+  const schemes = Object.entries(document.components.securitySchemes);
+  let out = '\n/** The request headers of each security scheme (components.securitySchemes). */\nexport interface securitySchemes {\n';
+  for (const [name, scheme] of schemes) out += `    ${key(name)}: {\n${headersOf(name, scheme).map((h) => `        ${h};\n`).join('')}    };\n`;
+  out += '}\n';
+  const rows: [string, string][] = [];
+  for (const item of Object.values(document.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!['get', 'put', 'post', 'delete', 'patch'].includes(method) || !op.operationId) continue;
+      const requirements = op.security ?? document.security ?? [];
+      const alternatives = requirements.map((r) => (Object.keys(r).length === 0 ? 'Record<string, never>' : Object.keys(r).map((s) => `securitySchemes[${JSON.stringify(s).replaceAll('"', "'")}]`).join(' & ')));
+      rows.push([op.operationId, alternatives.length === 0 ? 'Record<string, never>' : alternatives.map((a) => (alternatives.length > 1 && a.includes('&') ? `(${a})` : a)).join(' | ')]);
+    }
+  }
+  rows.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  out += '/** Per operation: the credential headers it accepts, one alternative of its `security` each. */\nexport interface credentials {\n';
+  for (const [id, type] of rows) out += `    ${id}: ${type};\n`;
+  out += '}\n/** The credential headers an operation accepts: `Credentials<\'listConversations\'>`. */\nexport type Credentials<K extends keyof credentials> = credentials[K];\n';
+  return out;
+}
 
 let drift = 0;
 for (const target of targets) {

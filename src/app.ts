@@ -29,6 +29,7 @@ import { type Contract, type Handlers, loadContract, mountOperations } from './h
 import { contractDocsRouter } from './http/docs.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
+import { undeclaredBody } from './http/undeclared-body.ts';
 import { errorHandler, notFoundHandler } from './http/problem.ts';
 import { type RateLimitStoreFactory, rateLimiters } from './http/rate-limit.ts';
 import type { Mailer } from './mail/mailer.ts';
@@ -153,7 +154,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
-  app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters, inputGuard(contract)]));
+  app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters, inputGuard(contract), undeclaredBody(contract)]));
   const router = express.Router();
   mountOperations(router, contract, handlers);
   app.use(contract.basePath, router);
@@ -181,7 +182,7 @@ function requestLogger(logger: Logger): RequestHandler {
 
 // express-openapi-validator's chain, with our access middleware (and the rate limits, which need to
 // know the caller) in the place of its security step: after the operation is matched, before the
-// request is validated. The input guard comes last there: 401 and 403 before any 400.
+// request is validated. The input guard and the undeclared-body check come last there: 401 and 403 before any 400.
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,

@@ -6,9 +6,10 @@ import { type Handlers, loadContract, mountOperations } from '../src/http/contra
 import { getHarness } from './support/harness.ts';
 
 describe('the contract', () => {
-  it('is served as JSON and YAML, identical to openapi/chat.yaml', async () => {
+  it('is served as JSON and YAML, as openapi/chat.yaml with the service itself as the first server', async () => {
     const { app } = await getHarness();
-    const { document } = loadContract();
+    const contract = loadContract();
+    const document = { ...contract.document, servers: [{ url: '/api', description: 'This service' }, ...contract.document.servers] };
     const json = await request(app).get('/api/openapi.json').expect(200).expect('Content-Type', /application\/json/);
     expect(json.body).to.deep.equal(document);
     const yaml = await request(app).get('/api/openapi.yaml').expect(200).expect('Content-Type', /application\/yaml/);
@@ -52,15 +53,33 @@ describe('the AsyncAPI contract', () => {
     const sent = asyncapi.operations.sendEvents.messages.map((m: { $ref: string }) => m.$ref.split('/').pop());
     const messages = sent.map((key: string) => asyncapi.components.messages[key]);
     expect(messages.map((m: { name: string }) => m.name).sort()).to.deep.equal([...document.components.schemas.EventType.enum].sort());
+    const schemas = document.components.schemas;
+    const variantOf = (ref: string) => schemas[ref.split('/').pop()!];
     for (const m of messages) {
-      const [envelope, narrowed] = m.payload.allOf;
-      // Stored events use the REST contract's envelope; live signals the same without an id.
-      const live = asyncapi.components.schemas.LiveSignal.properties.type.enum as string[];
-      expect(envelope.$ref).to.equal(live.includes(m.name) ? '#/components/schemas/LiveSignal' : './chat.yaml#/components/schemas/Event');
-      expect(narrowed.properties.type.const).to.equal(m.name);
-      const payloadRef: string = narrowed.properties.data.$ref;
-      expect(payloadRef.startsWith('./chat.yaml#/components/schemas/')).to.equal(true);
-      expect(document.components.schemas[payloadRef.split('/').pop()!], payloadRef).to.be.an('object');
+      // Each message is one variant of the REST contract's discriminated SocketEvent, with its type as a const.
+      const ref: string = m.payload.$ref;
+      expect(ref.startsWith('./chat.yaml#/components/schemas/'), ref).to.equal(true);
+      expect(variantOf(ref).properties.type.const).to.equal(m.name);
+      expect(schemas.SocketEvent.discriminator.mapping[m.name]).to.equal(ref.replace('./chat.yaml', ''));
     }
+    expect(asyncapi.components.schemas.EventFrame.$ref).to.equal('./chat.yaml#/components/schemas/SocketEvent');
+  });
+
+  it('Event and SocketEvent are discriminated by type: one variant per event type, stored ones with an id, live ones without', () => {
+    const { document } = loadContract();
+    const schemas = document.components.schemas;
+    const live = ['presence.updated', 'typing', 'visitor.online', 'visitor.offline'];
+    for (const union of ['Event', 'SocketEvent']) {
+      const { oneOf, discriminator } = schemas[union];
+      expect(discriminator.propertyName).to.equal('type');
+      expect(oneOf.map((v: { $ref: string }) => v.$ref)).to.deep.equal(Object.values(discriminator.mapping));
+      for (const [type, ref] of Object.entries<string>(discriminator.mapping)) {
+        const variant = schemas[ref.split('/').pop()!];
+        expect(variant.properties.type.const, ref).to.equal(type);
+        expect(variant.required.includes('id'), ref).to.equal(!live.includes(type));
+      }
+    }
+    expect(Object.keys(schemas.SocketEvent.discriminator.mapping).sort()).to.deep.equal([...schemas.EventType.enum].sort());
+    expect(Object.keys(schemas.Event.discriminator.mapping).sort()).to.deep.equal(schemas.EventType.enum.filter((t: string) => !live.includes(t)).sort());
   });
 });

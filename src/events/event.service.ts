@@ -34,13 +34,17 @@ export class EventService {
     );
     const last = rows[rows.length - 1];
     return {
-      data: rows.map((r) => ({
-        id: r.id,
-        type: r.type as S['EventType'],
-        tenant_id: r.tenant_id,
-        created_at: r.created_at.toISOString(),
-        data: r.data as S['Event']['data'],
-      })),
+      // The row's type and data were written together from EventPayloads (outbox.ts): a pair the union holds.
+      data: rows.map(
+        (r) =>
+          ({
+            id: r.id,
+            type: r.type,
+            tenant_id: r.tenant_id,
+            created_at: r.created_at.toISOString(),
+            data: r.data,
+          }) as S['Event'],
+      ),
       next_cursor: last ? encode(last.txid, last.position) : encode(after.txid, after.position),
     };
   }

@@ -35,8 +35,16 @@ export function loadContract(): Contract {
       if (op) operations.push({ operationId: op.operationId, method, path });
     }
   }
-  const basePath = String(document.servers?.[0]?.url ?? '').replace(/\/$/, '');
-  return { document, operations, basePath };
+  return { document, operations, basePath: basePathOf(document) };
+}
+
+// The path of the server URLs (`http://127.0.0.1:3000/api` -> `/api`), as express-openapi-validator
+// derives it. Every server (the service, the mock) must share it: one URL space, whatever the host.
+function basePathOf(document: Record<string, any>): string {
+  const servers = (document.servers ?? []) as { url: string }[];
+  const paths = new Set(servers.map((s) => new URL(s.url, 'http://relative.invalid').pathname.replace(/\/$/, '')));
+  if (paths.size > 1) throw new Error(`the contract's servers have different base paths: ${[...paths].join(', ')}`);
+  return [...paths][0] ?? '';
 }
 
 // ---- Types derived from the generated contract -------------------------------------------------------

@@ -7,11 +7,14 @@ import type { Contract } from './contract.ts';
 // browser bundle into the server.
 const swaggerUiDir = createRequire(import.meta.url)('swagger-ui-dist/absolute-path.js')() as string;
 
-// The contract as the service serves it: JSON, YAML, and rendered at /api/docs.
+// The contract as the service serves it (with itself as the first server): JSON, YAML, and rendered at /api/docs.
 export function contractDocsRouter(contract: Contract): Router {
   const router = express.Router();
-  const json = JSON.stringify(contract.document);
-  const yaml = stringify(contract.document);
+  // A relative server first, so the rendered docs' requests go to this service wherever it runs (the
+  // contract's own servers name localhost and the mock).
+  const served = { ...contract.document, servers: [{ url: contract.basePath, description: 'This service' }, ...(contract.document.servers ?? [])] };
+  const json = JSON.stringify(served);
+  const yaml = stringify(served);
   router.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(json);
   });

@@ -1,0 +1,78 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { expect } from 'chai';
+import request from 'supertest';
+import { loadContract } from '../src/http/contract.ts';
+import { getHarness } from './support/harness.ts';
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+// `npm run mock` (scripts/mock.ts) and the service answer one URL space: a frontend switches from one
+// to the other by its base URL alone.
+describe('the mock (npm run mock)', function () {
+  this.timeout(60_000);
+  let mock: ChildProcess;
+  let base: string;
+
+  before(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    mock = spawn(process.execPath, ['scripts/mock.ts', '--port', String(port), '--verboseLevel', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // The sentinel: Prism says it listens once every route is loaded.
+    let output = '';
+    await new Promise<void>((resolve, reject) => {
+      const seen = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (/Prism is listening/.test(output)) resolve();
+      };
+      mock.stdout!.on('data', seen);
+      mock.stderr!.on('data', seen);
+      mock.once('exit', (code) => reject(new Error(`the mock exited (${code}) before listening:\n${output}`)));
+    });
+  });
+
+  after(async () => {
+    if (mock.exitCode === null) {
+      mock.kill('SIGTERM');
+      await once(mock, 'exit');
+    }
+  });
+
+  it('answers /api/health as the service does, and neither answers the bare /health', async () => {
+    const { app } = await getHarness();
+    const mocked = await fetch(`${base}/api/health`);
+    expect(mocked.status).to.equal(200);
+    expect(await mocked.json()).to.have.property('status', 'ok');
+    await request(app).get('/api/health').expect(200);
+    expect((await fetch(`${base}/health`)).status).to.equal(404);
+    await request(app).get('/health').expect(404);
+  });
+
+  it('answers a /api/v1 list from the contract example, with a credential as the service needs one', async () => {
+    const mocked = await fetch(`${base}/api/v1/conversations`, { headers: { authorization: 'Bearer token' } });
+    expect(mocked.status).to.equal(200);
+    expect(await mocked.json()).to.have.property('data').that.is.an('array');
+  });
+
+  it('routes every operation at the path the service routes it', async () => {
+    const { app } = await getHarness();
+    const { operations, basePath } = loadContract();
+    expect(basePath).to.equal('/api');
+    for (const op of operations) {
+      const path = basePath + op.path.replace(/\{\w+\}/g, 'x');
+      const mocked = await fetch(base + path, { method: op.method.toUpperCase(), headers: { 'content-type': 'application/json' }, body: op.method === 'get' || op.method === 'delete' ? undefined : '{}' });
+      const problem = mocked.headers.get('content-type')?.includes('json') ? ((await mocked.json()) as { type?: string }) : {};
+      expect(String(problem.type ?? ''), `mock: ${op.method} ${path}`).not.to.match(/NO_PATH_MATCHED|NO_METHOD_MATCHED/);
+      const served = await request(app)[op.method](path);
+      expect(served.body.detail ?? '', `service: ${op.method} ${path}`).not.to.match(/No such route|does not support this method/);
+    }
+  });
+});
