@@ -898,6 +898,155 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's webhook endpoints */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Add a webhook endpoint
+         * @description The endpoint receives every event of the listed types (`["*"]`: all of them) that happens from now
+         *     on, signed the Standard Webhooks way with the `secret` of this answer, which is shown again only
+         *     by rotate-secret. The URL must be `https://` in production; an address that is loopback, private,
+         *     link-local or cloud metadata is refused (here, when the URL names one, or at delivery, when the
+         *     name resolves to one) unless the service runs with `WEBHOOK_ALLOW_PRIVATE=true`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a webhook endpoint, and why it is disabled if it is */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Remove an endpoint and its deliveries */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an endpoint's URL, event types or description, or enable or disable it
+         * @description `enabled: true` on a disabled endpoint clears why it was disabled and its failure streak; its
+         *     deliveries still pending are attempted again. Events that happened while it was disabled are not
+         *     delivered.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /** The endpoint's deliveries, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Delivery identifier */
+                delivery_id: components["schemas"]["WebhookDeliveryId"];
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Queues the delivery at once with a fresh retry schedule, whatever its state: the same body under
+         *     the same `webhook-id` (the receiver's de-duplication still recognises it), signed anew. A delivery
+         *     already being attempted is sent again after that attempt. A disabled endpoint is 409
+         *     ERR_CONFLICT: enable it first.
+         */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the endpoint a new signing secret
+         * @description For 24 hours every delivery carries two signatures in `webhook-signature` (one by the new
+         *     secret, one by the old), so the receiver can switch secrets without losing a delivery; then only the new.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.test event to this endpoint
+         * @description Writes a `webhook.test` event (it is in the events feed too) that is delivered to this endpoint
+         *     only, whatever event types it subscribes to, like any other delivery (signed, retried, listed).
+         *     A disabled endpoint is 409 ERR_CONFLICT: enable it first.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/widget/conversations": {
         parameters: {
             query?: never;
@@ -1380,7 +1529,7 @@ export interface components {
         /** @description The envelope of every event, over the WebSocket and in the events feed; `data` depends on `type`. */
         Event: {
             created_at: components["schemas"]["Timestamp"];
-            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"] | components["schemas"]["CsatSubmittedData"];
+            data: components["schemas"]["ConversationCreatedData"] | components["schemas"]["ConversationUpdatedData"] | components["schemas"]["ConversationAssignedData"] | components["schemas"]["ConversationTransferredData"] | components["schemas"]["ConversationClosedData"] | components["schemas"]["ConversationReopenedData"] | components["schemas"]["MessageCreatedData"] | components["schemas"]["MessageReadData"] | components["schemas"]["PresenceUpdatedData"] | components["schemas"]["TypingData"] | components["schemas"]["VisitorPresenceData"] | components["schemas"]["CsatSubmittedData"] | components["schemas"]["WebhookTestData"];
             id: string;
             tenant_id: components["schemas"]["TenantId"];
             type: components["schemas"]["EventType"];
@@ -1395,7 +1544,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test";
         /** @description File identifier (file_ and a UUIDv7) */
         FileId: string;
         ForgotPasswordRequest: {
@@ -1764,6 +1913,102 @@ export interface components {
             name: string | null;
             widget_id: string | null;
         };
+        Webhook: {
+            created_at: components["schemas"]["Timestamp"];
+            description: string;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /**
+             * @description Why a disabled endpoint is disabled: `manual` (a member disabled it), `gone` (the receiver
+             *     answered 410 Gone), `failing` (five days of nothing but failed attempts; the owners were mailed).
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "gone" | "failing" | null;
+            enabled: boolean;
+            events: components["schemas"]["WebhookEventType"][];
+            id: components["schemas"]["WebhookId"];
+            updated_at: components["schemas"]["Timestamp"];
+            url: string;
+        };
+        WebhookCreate: {
+            description?: string;
+            events: components["schemas"]["WebhookEvents"];
+            url: components["schemas"]["WebhookUrl"];
+        };
+        WebhookDelivery: {
+            /** @description Attempts started, redeliveries included */
+            attempts: number;
+            created_at: components["schemas"]["Timestamp"];
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** @description Also the `webhook-id` header of every attempt */
+            event_id: string;
+            event_type: string;
+            id: components["schemas"]["WebhookDeliveryId"];
+            last_error: string | null;
+            /** @description The receiver's status at the last attempt; null when it gave none (timeout, refused address, ...) */
+            last_status_code: number | null;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is attempted next; null once it succeeded or failed
+             */
+            next_attempt_at: string | null;
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            webhook_id: components["schemas"]["WebhookId"];
+        };
+        /**
+         * @description Webhook delivery identifier (whd_ and a UUIDv7)
+         * @example whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92
+         */
+        WebhookDeliveryId: string;
+        WebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @enum {string} */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        WebhookEvents: components["schemas"]["WebhookEventType"][];
+        /**
+         * @description A stored event type an endpoint can subscribe to, or `*` for all of them (live signals are never delivered)
+         * @enum {string}
+         */
+        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "csat.submitted";
+        /**
+         * @description Webhook endpoint identifier (whk_ and a UUIDv7)
+         * @example whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90
+         */
+        WebhookId: string;
+        WebhookList: {
+            data: components["schemas"]["Webhook"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        WebhookSecret: {
+            previous_secret_expires_at: components["schemas"]["Timestamp"];
+            secret: string;
+        };
+        /** @description A test event asked for with POST /v1/webhooks/{id}/test; delivered to that endpoint only. */
+        WebhookTestData: {
+            webhook_id: components["schemas"]["WebhookId"];
+        };
+        WebhookTestResult: {
+            /** @description The webhook.test event; its delivery is listed under the endpoint's deliveries */
+            event_id: string;
+        };
+        WebhookUpdate: {
+            description?: string;
+            enabled?: boolean;
+            events?: components["schemas"]["WebhookEvents"];
+            url?: components["schemas"]["WebhookUrl"];
+        };
+        /**
+         * Format: uri
+         * @description Where deliveries are posted; `https://` in production. Redirects are not followed.
+         */
+        WebhookUrl: string;
+        WebhookWithSecret: components["schemas"]["Webhook"] & {
+            /** @description The signing secret (`whsec_` and base64), as the standardwebhooks libraries take it; shown only here and by rotate-secret */
+            secret: string;
+        };
         Widget: {
             created_at: components["schemas"]["Timestamp"];
             id: components["schemas"]["WidgetId"];
@@ -2126,6 +2371,8 @@ export interface components {
         UserIdPath: components["schemas"]["UserId"];
         /** @description Visitor identifier */
         VisitorIdPath: components["schemas"]["VisitorId"];
+        /** @description Webhook endpoint identifier */
+        WebhookIdPath: components["schemas"]["WebhookId"];
         /** @description Widget identifier */
         WidgetIdPath: components["schemas"]["WidgetId"];
     };
@@ -4831,6 +5078,438 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints, oldest first (secrets are never listed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *           "url": "https://hooks.example.com/chat",
+                     *           "events": [
+                     *             "conversation.created",
+                     *             "message.created"
+                     *           ],
+                     *           "description": "CRM sync",
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "disabled_at": null,
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/chat",
+                 *       "events": [
+                 *         "conversation.created",
+                 *         "message.created"
+                 *       ],
+                 *       "description": "CRM sync"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "url": "https://hooks.example.com/chat",
+                     *       "events": [
+                     *         "conversation.created",
+                     *         "message.created"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "url": "https://hooks.example.com/chat",
+                     *       "events": [
+                     *         "*"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": false,
+                     *       "disabled_reason": "gone",
+                     *       "disabled_at": "2026-11-22T08:00:00.000Z",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T08:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "*"
+                 *       ],
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "url": "https://hooks.example.com/chat",
+                     *       "events": [
+                     *         "conversation.created",
+                     *         "message.created"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description Only deliveries in this state */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+            };
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92",
+                     *           "webhook_id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *           "event_type": "message.created",
+                     *           "status": "pending",
+                     *           "attempts": 2,
+                     *           "last_status_code": 503,
+                     *           "last_error": "The receiver answered 503",
+                     *           "next_attempt_at": "2026-11-21T10:35:05.000Z",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "delivered_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Delivery identifier */
+                delivery_id: components["schemas"]["WebhookDeliveryId"];
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92",
+                     *       "webhook_id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *       "event_type": "message.created",
+                     *       "status": "pending",
+                     *       "attempts": 8,
+                     *       "last_status_code": 503,
+                     *       "last_error": "The receiver answered 503",
+                     *       "next_attempt_at": "2026-11-22T12:00:00.000Z",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "delivered_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, and until when the old one still signs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                     *       "previous_secret_expires_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event is written; its delivery follows */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

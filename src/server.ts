@@ -19,11 +19,13 @@ import { retentionJobs } from './retention/retention.jobs.ts';
 import { redisStoreFactory } from './http/rate-limit.ts';
 import { createMailer } from './mail/mailer.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
+import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 
 export interface RunningService {
   server: Server;
   gateway: RealtimeGateway;
   scheduler: Scheduler;
+  webhooks: WebhookDispatcher;
   url: string;
   stop(): Promise<void>;
 }
@@ -89,6 +91,9 @@ export async function startService(config: Config): Promise<RunningService> {
   // Periodic work, each job run by one instance at a time; later jobs (webhook retries, ...) join here.
   const scheduler = new Scheduler({ database, logger, jobs: retentionJobs(config.retention) });
   scheduler.start();
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks });
+  services.webhooks.onDeliveryDue(() => webhooks.wake());
+  webhooks.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -99,6 +104,7 @@ export async function startService(config: Config): Promise<RunningService> {
     (stopping ??= (async () => {
       logger.info('shutting down');
       await scheduler.stop();
+      await webhooks.stop();
       await gateway.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
       // A keep-alive connection whose last response just finished turns idle after close() was called,
@@ -116,7 +122,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await database.close();
       logger.info('stopped');
     })());
-  return { server, gateway, scheduler, url, stop };
+  return { server, gateway, scheduler, webhooks, url, stop };
 }
 
 async function main(): Promise<void> {
