@@ -988,7 +988,7 @@ export interface paths {
          * Send a delivery again
          * @description Queues the delivery at once with a fresh retry schedule, whatever its state: the same body under
          *     the same `webhook-id` (the receiver's de-duplication still recognises it), signed anew. A delivery
-         *     already being attempted is sent again after that attempt. A disabled endpoint is 409
+         *     being attempted right now is sent again once that attempt's lease ends. A disabled endpoint is 409
          *     ERR_CONFLICT: enable it first.
          */
         post: operations["redeliverWebhookDelivery"];
