@@ -46,6 +46,9 @@ describe('webhooks', () => {
 
   after(async () => {
     await dispatcher.stop();
+    // On a shared PostgreSQL database, endpoints left behind would retry towards ports other tests reuse.
+    const ids = (await h.database.asSystem((trx) => trx.selectFrom('webhooks').select('id').where('url', 'like', 'http://127.0.0.1:%').execute())).map((w) => w.id);
+    if (ids.length > 0) await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('id', 'in', ids).execute());
     for (const r of receivers.splice(0)) await r.close();
   });
 

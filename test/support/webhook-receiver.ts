@@ -46,7 +46,7 @@ export async function startReceiver(options: { secrets?: string[]; behave?: (d: 
       const deadline = Date.now() + ms;
       while (!predicate(receiver.received)) {
         if (Date.now() > deadline) {
-          throw new Error(`the receiver did not get what was awaited; it got ${receiver.received.length}: ${receiver.received.map((d) => `${d.id}→${d.answered}`).join(', ')}`);
+          throw new Error(`the receiver did not get what was awaited; it got ${receiver.received.length}: ${receiver.received.slice(-10).map((d) => `${d.id}→${d.answered}`).join(', ')} (the last ten)`);
         }
         await new Promise<void>((resolve) => {
           waiters.add(resolve);
