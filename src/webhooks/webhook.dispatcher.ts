@@ -89,12 +89,15 @@ export class WebhookDispatcher {
     this.#ownTransport = !options.transport;
   }
 
+  /**
+   * Listens for committed events and polls every pollMs, the first time one poll after the start: the
+   * embedded database runs on the event loop, and a service just started serves requests first.
+   */
   start(): void {
     if (this.#timer || this.#stopped) return;
     this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
-    this.wake();
   }
 
   /** Reads new events and sends what is due; a pass already running runs again when it ends. */
