@@ -983,6 +983,155 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's webhook endpoints */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Add a webhook endpoint
+         * @description The endpoint receives every event of the listed types (`["*"]`: all of them) that happens from now
+         *     on, signed the Standard Webhooks way with the `secret` of this answer, which is shown again only
+         *     by rotate-secret. The URL must be `https://` in production; an address that is loopback, private,
+         *     link-local or cloud metadata is refused (here, when the URL names one, or at delivery, when the
+         *     name resolves to one) unless the service runs with `WEBHOOK_ALLOW_PRIVATE=true`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a webhook endpoint, and why it is disabled if it is */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Remove an endpoint and its deliveries */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an endpoint's URL, event types or description, or enable or disable it
+         * @description `enabled: true` on a disabled endpoint clears why it was disabled and its failure streak; its
+         *     deliveries still pending are attempted again. Events that happened while it was disabled are not
+         *     delivered.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /** The endpoint's deliveries, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Delivery identifier */
+                delivery_id: components["schemas"]["WebhookDeliveryId"];
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Queues the delivery at once with a fresh retry schedule, whatever its state: the same body under
+         *     the same `webhook-id` (the receiver's de-duplication still recognises it), signed anew. A delivery
+         *     being attempted right now is sent again once that attempt's lease ends. A disabled endpoint is 409
+         *     ERR_CONFLICT: enable it first.
+         */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the endpoint a new signing secret
+         * @description For 24 hours every delivery carries two signatures in `webhook-signature` (one by the new
+         *     secret, one by the old), so the receiver can switch secrets without losing a delivery; then only the new.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.test event to this endpoint
+         * @description Writes a `webhook.test` event (it is in the events feed too) that is delivered to this endpoint
+         *     only, whatever event types it subscribes to, like any other delivery (signed, retried, listed).
+         *     A disabled endpoint is 409 ERR_CONFLICT: enable it first.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/widget/conversations": {
         parameters: {
             query?: never;
@@ -1596,7 +1745,7 @@ export interface components {
          * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
          *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
          */
-        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"];
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"];
         EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
@@ -1608,7 +1757,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test";
         File: {
             /** @description Sniffed from the bytes, never taken from the client */
             content_type: string;
@@ -1890,7 +2039,7 @@ export interface components {
          *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
          *     WebSocket clients type their frames with it.
          */
-        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         SurveyAnswer: {
             answered_at: components["schemas"]["Timestamp"];
             comment: string | null;
@@ -2089,6 +2238,113 @@ export interface components {
             last_seen_at: components["schemas"]["Timestamp"];
             name: string | null;
             widget_id: string | null;
+        };
+        Webhook: {
+            created_at: components["schemas"]["Timestamp"];
+            description: string;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /**
+             * @description Why a disabled endpoint is disabled: `manual` (a member disabled it), `gone` (the receiver
+             *     answered 410 Gone), `failing` (five days of nothing but failed attempts; the owners were mailed).
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "gone" | "failing" | null;
+            enabled: boolean;
+            events: components["schemas"]["WebhookEventType"][];
+            id: components["schemas"]["WebhookId"];
+            updated_at: components["schemas"]["Timestamp"];
+            url: string;
+        };
+        WebhookCreate: {
+            description?: string;
+            events: components["schemas"]["WebhookEvents"];
+            url: components["schemas"]["WebhookUrl"];
+        };
+        WebhookDelivery: {
+            /** @description Attempts started, redeliveries included */
+            attempts: number;
+            created_at: components["schemas"]["Timestamp"];
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** @description Also the `webhook-id` header of every attempt */
+            event_id: string;
+            event_type: string;
+            id: components["schemas"]["WebhookDeliveryId"];
+            last_error: string | null;
+            /** @description The receiver's status at the last attempt; null when it gave none (timeout, refused address, ...) */
+            last_status_code: number | null;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is attempted next; null once it succeeded or failed
+             */
+            next_attempt_at: string | null;
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            webhook_id: components["schemas"]["WebhookId"];
+        };
+        /**
+         * @description Webhook delivery identifier (whd_ and a UUIDv7)
+         * @example whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92
+         */
+        WebhookDeliveryId: string;
+        WebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @enum {string} */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        WebhookEvents: components["schemas"]["WebhookEventType"][];
+        /**
+         * @description A stored event type an endpoint can subscribe to, or `*` for all of them (live signals are never delivered)
+         * @enum {string}
+         */
+        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "csat.submitted";
+        /**
+         * @description Webhook endpoint identifier (whk_ and a UUIDv7)
+         * @example whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90
+         */
+        WebhookId: string;
+        WebhookList: {
+            data: components["schemas"]["Webhook"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        WebhookSecret: {
+            previous_secret_expires_at: components["schemas"]["Timestamp"];
+            secret: string;
+        };
+        /** @description A test event asked for with POST /v1/webhooks/{id}/test; delivered to that endpoint only. */
+        WebhookTestData: {
+            webhook_id: components["schemas"]["WebhookId"];
+        };
+        WebhookTestEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookTestData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.test";
+        };
+        WebhookTestResult: {
+            /** @description The webhook.test event; its delivery is listed under the endpoint's deliveries */
+            event_id: string;
+        };
+        WebhookUpdate: {
+            description?: string;
+            enabled?: boolean;
+            events?: components["schemas"]["WebhookEvents"];
+            url?: components["schemas"]["WebhookUrl"];
+        };
+        /**
+         * Format: uri
+         * @description Where deliveries are posted; `https://` in production. Redirects are not followed.
+         */
+        WebhookUrl: string;
+        WebhookWithSecret: components["schemas"]["Webhook"] & {
+            /** @description The signing secret (`whsec_` and base64), as the standardwebhooks libraries take it; shown only here and by rotate-secret */
+            secret: string;
         };
         Widget: {
             created_at: components["schemas"]["Timestamp"];
@@ -2519,6 +2775,8 @@ export interface components {
         UserIdPath: components["schemas"]["UserId"];
         /** @description Visitor identifier */
         VisitorIdPath: components["schemas"]["VisitorId"];
+        /** @description Webhook endpoint identifier */
+        WebhookIdPath: components["schemas"]["WebhookId"];
         /** @description Widget identifier */
         WidgetIdPath: components["schemas"]["WidgetId"];
     };
@@ -5473,6 +5731,447 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints, oldest first (secrets are never listed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *           "url": "https://hooks.example.com/chat",
+                     *           "events": [
+                     *             "conversation.created",
+                     *             "message.created"
+                     *           ],
+                     *           "description": "CRM sync",
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "disabled_at": null,
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/chat",
+                 *       "events": [
+                 *         "conversation.created",
+                 *         "message.created"
+                 *       ],
+                 *       "description": "CRM sync"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "url": "https://hooks.example.com/chat",
+                     *       "events": [
+                     *         "conversation.created",
+                     *         "message.created"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "url": "https://hooks.example.com/chat",
+                     *       "events": [
+                     *         "*"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": false,
+                     *       "disabled_reason": "gone",
+                     *       "disabled_at": "2026-11-22T08:00:00.000Z",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T08:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "*"
+                 *       ],
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "url": "https://hooks.example.com/chat",
+                     *       "events": [
+                     *         "conversation.created",
+                     *         "message.created"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description Only deliveries in this state */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+            };
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92",
+                     *           "webhook_id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *           "event_type": "message.created",
+                     *           "status": "pending",
+                     *           "attempts": 2,
+                     *           "last_status_code": 503,
+                     *           "last_error": "The receiver answered 503",
+                     *           "next_attempt_at": "2026-11-21T10:35:05.000Z",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "delivered_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Delivery identifier */
+                delivery_id: components["schemas"]["WebhookDeliveryId"];
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92",
+                     *       "webhook_id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *       "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *       "event_type": "message.created",
+                     *       "status": "pending",
+                     *       "attempts": 8,
+                     *       "last_status_code": 503,
+                     *       "last_error": "The receiver answered 503",
+                     *       "next_attempt_at": "2026-11-22T12:00:00.000Z",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "delivered_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, and until when the old one still signs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                     *       "previous_secret_expires_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint identifier */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event is written; its delivery follows */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWidgetConversations: {
         parameters: {
             query?: never;
@@ -6305,12 +7004,14 @@ export interface credentials {
     createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createDepartment: securitySchemes['bearerAuth'];
     createTenant: securitySchemes['bearerAuth'];
+    createWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWsTicket: securitySchemes['bearerAuth'];
     deleteCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteDepartment: securitySchemes['bearerAuth'];
     deleteFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     downloadFile: Record<string, never>;
     forgotPassword: Record<string, never>;
@@ -6322,6 +7023,7 @@ export interface credentials {
     getReady: Record<string, never>;
     getTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getVisitor: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidgetFile: securitySchemes['visitorAuth'];
     listApiKeys: securitySchemes['bearerAuth'];
@@ -6335,6 +7037,8 @@ export interface credentials {
     listTeamMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTenantMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listVisitors: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWebhookDeliveries: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWebhooks: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listWidgetConversations: securitySchemes['visitorAuth'];
     listWidgetMessages: securitySchemes['visitorAuth'];
     listWidgets: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -6342,6 +7046,7 @@ export interface credentials {
     logout: Record<string, never>;
     markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     recordPageView: securitySchemes['visitorAuth'];
+    redeliverWebhookDelivery: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     refreshToken: Record<string, never>;
     register: Record<string, never>;
     removeDepartmentMember: securitySchemes['bearerAuth'];
@@ -6351,11 +7056,13 @@ export interface credentials {
     resetPassword: Record<string, never>;
     revokeApiKey: securitySchemes['bearerAuth'];
     rotateApiKey: securitySchemes['bearerAuth'];
+    rotateWebhookSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     rotateWidgetSecret: securitySchemes['bearerAuth'];
     sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendWidgetMessage: securitySchemes['visitorAuth'];
     startWidgetConversation: securitySchemes['visitorAuth'];
     startWidgetSession: Record<string, never>;
+    testWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     transferConversation: securitySchemes['bearerAuth'];
     updateCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -6363,6 +7070,7 @@ export interface credentials {
     updateDepartment: securitySchemes['bearerAuth'];
     updateTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateTenantMember: securitySchemes['bearerAuth'];
+    updateWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     uploadFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     uploadWidgetFile: securitySchemes['visitorAuth'];

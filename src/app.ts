@@ -51,12 +51,16 @@ import { WidgetService } from './widgets/widget.service.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
+import { webhookHandlers } from './webhooks/webhook.handlers.ts';
+import { WebhookService } from './webhooks/webhook.service.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface AppDeps {
   config: Pick<Config, 'validateResponses' | 'appUrl' | 'rateLimits' | 'trustProxy' | 'requireHttps'> & {
     retention?: Pick<Config['retention'], 'idempotencyKeyMs'>;
+    /** Which webhook URLs are accepted; default: any http(s) address (tests). */
+    webhooks?: Pick<Config['webhooks'], 'allowPrivate' | 'requireHttps'>;
   };
   logger: Logger;
   database: Database;
@@ -106,6 +110,7 @@ export function createServices(deps: AppDeps) {
     widgets: new WidgetService(database),
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()) }),
+    webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
@@ -136,6 +141,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...widgetPublicHandlers(services.widgetPublic),
     ...fileHandlers(services.files),
     ...ticketHandlers(services.tickets),
+    ...webhookHandlers(services.webhooks),
     ...options.handlers,
   };
   const access: AccessDeps = {

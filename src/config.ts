@@ -27,6 +27,19 @@ const positiveInt = (min: number, max: number) =>
     return n;
   });
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+// "5s,5m,30m,2h": delays in milliseconds, each at most a week.
+const durationList = makeValidator<number[]>((value) => {
+  const delays = value.split(',').map((part) => {
+    const match = /^\s*(\d+)(ms|s|m|h|d)\s*$/.exec(part);
+    if (!match) throw new Error('must be durations like 5s,5m,30m,2h separated by commas');
+    return Number(match[1]) * DURATION_UNITS[match[2]!]!;
+  });
+  if (delays.length > 20 || delays.some((ms) => ms > 7 * 86_400_000)) throw new Error('at most 20 delays, each at most 7d');
+  return delays;
+});
+
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -85,6 +98,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       PAGE_VIEW_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'page views are deleted this long after' }),
       EVENT_RETENTION_DAYS: positiveInt(1, 3650)({ default: 7, desc: 'events are deleted this long after' }),
       FILE_ORPHAN_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'files never attached to a message are deleted this long after upload' }),
+      WEBHOOK_ALLOW_PRIVATE: bool({ default: false, desc: 'let webhooks reach loopback, private, link-local and metadata addresses' }),
+      WEBHOOK_TIMEOUT_MS: positiveInt(100, 60_000)({ default: 10_000, desc: 'a delivery attempt without a 2xx by then failed' }),
+      WEBHOOK_RETRY_SCHEDULE: durationList({ default: [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000], desc: 'delays before each retry; after the last, failed' }),
+      WEBHOOK_CONCURRENCY: positiveInt(1, 1000)({ default: 16, desc: 'delivery attempts in flight per instance' }),
+      WEBHOOK_POLL_MS: positiveInt(50, 600_000)({ default: 1000, desc: 'how often an instance looks for due deliveries and unread events' }),
     },
     {
       reporter: ({ errors }) => {
@@ -147,6 +165,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       eventMs: e.EVENT_RETENTION_DAYS * DAY,
     },
     fileOrphanMs: e.FILE_ORPHAN_HOURS * HOUR,
+    webhooks: {
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      requireHttps: e.NODE_ENV === 'production',
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      retryDelaysMs: e.WEBHOOK_RETRY_SCHEDULE,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      pollMs: e.WEBHOOK_POLL_MS,
+    },
   };
 }
 

@@ -24,11 +24,13 @@ import { storageFromConfig } from './files/storage.ts';
 import { redisStoreFactory } from './http/rate-limit.ts';
 import { createMailer } from './mail/mailer.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
+import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 
 export interface RunningService {
   server: Server;
   gateway: RealtimeGateway;
   scheduler: Scheduler;
+  webhooks: WebhookDispatcher;
   url: string;
   stop(): Promise<void>;
 }
@@ -111,6 +113,9 @@ export async function startService(config: Config): Promise<RunningService> {
     jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
   });
   scheduler.start();
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks });
+  services.webhooks.onDeliveryDue(() => webhooks.wake());
+  webhooks.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -121,6 +126,7 @@ export async function startService(config: Config): Promise<RunningService> {
     (stopping ??= (async () => {
       logger.info('shutting down');
       await scheduler.stop();
+      await webhooks.stop();
       await gateway.close();
       await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
@@ -139,7 +145,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await database.close();
       logger.info('stopped');
     })());
-  return { server, gateway, scheduler, url, stop };
+  return { server, gateway, scheduler, webhooks, url, stop };
 }
 
 async function main(): Promise<void> {

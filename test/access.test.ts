@@ -40,6 +40,7 @@ function concretePath(path: string, fx: Fixture): string {
     '/api' +
     path.replace(/\{(\w+)\}/g, (_m, name: string) => {
       if (name === 'userId') return fx.targetUserId;
+      if (name === 'delivery_id') return newId('webhookDelivery');
       if (refs.includes('TenantIdPath')) return fx.tenant.tenantId;
       if (refs.includes('DepartmentIdPath')) return newUuid();
       if (refs.includes('ApiKeyIdPath')) return newId('apiKey');
@@ -50,6 +51,7 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('WidgetIdPath')) return newId('widget');
       if (refs.includes('DomainIdPath')) return newId('domain');
       if (refs.includes('FileIdPath')) return newId('file');
+      if (refs.includes('WebhookIdPath')) return newId('webhook');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );
@@ -74,7 +76,7 @@ describe('access rules of every operation in the contract', () => {
     fx.liteOwnerToken = await login(liteOwner.email);
     const auth = { Authorization: `Bearer ${fx.tenant.owner.accessToken}` };
     fx.fullKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'all', scopes: ALL_SCOPES }).expect(201)).body.key;
-    fx.poorKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'poor', scopes: ['webhooks:read'] }).expect(201)).body.key;
+    fx.poorKey = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: 'poor', scopes: ['billing:read'] }).expect(201)).body.key;
     const widget = (await request(app).post('/api/v1/widgets').set(auth).send({ name: 'walk' }).expect(201)).body;
     await request(app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'shop.example' }).expect(201);
     fx.visitorToken = (

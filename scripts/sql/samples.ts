@@ -21,6 +21,7 @@ import type * as retention from '../../src/retention/retention.repository.ts';
 import type * as team from '../../src/team/team.repository.ts';
 import type * as tenant from '../../src/tenants/tenant.repository.ts';
 import type * as visitor from '../../src/visitors/visitor.repository.ts';
+import type * as webhook from '../../src/webhooks/webhook.repository.ts';
 import type * as widget from '../../src/widgets/widget.repository.ts';
 
 type Tail<T> = T extends [unknown, ...infer Rest] ? Rest : never;
@@ -228,6 +229,27 @@ export const samples: Record<string, Record<string, unknown>> = {
       },
     },
     insertPageView: ['tn', 'vis', { url: 'https://example.com/', title: 't', referrer: 'r' }, NOW],
+  }),
+  'webhooks/webhook.repository.ts': of<typeof webhook>({
+    insertWebhook: [{ id: 'whk', tenant_id: 'tn', url: 'https://example.com/hook', events: ['*'], description: 'd', secret: 'whsec_x', now: NOW }],
+    listWebhooks: [PAGE],
+    findWebhook: { cases: { read: ['whk'], lock: ['whk', { lock: true }] } },
+    updateWebhook: ['whk', { url: 'https://example.com/hook', enabled: false, disabled_reason: 'manual', disabled_at: NOW }, NOW],
+    deleteWebhook: ['whk'],
+    listDeliveries: { cases: { all: ['whk', {}, PAGE], 'by status': ['whk', { status: 'failed' }, PAGE] } },
+    requeueDelivery: ['whk', 'whd'],
+    ensureCursor: ['webhooks', { txid: '1', position: 1 }],
+    lockCursor: ['webhooks'],
+    advanceCursor: ['webhooks', { txid: '2', position: 2 }],
+    enabledWebhooksOf: [['tn', 'tn2']],
+    insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
+    claimDueDeliveries: [10, 'token', 15_000],
+    recordSuccess: ['whd', 'token', 200],
+    recordFailure: { cases: { 'to retry': ['whd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['whd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
+    clearFailingStreak: ['whk'],
+    noteFailure: ['whk', 5 * DAY],
+    disableWebhook: ['whk', 'gone'],
+    activeOwnerEmails: ['tn'],
   }),
   'widgets/widget.repository.ts': of<typeof widget>({
     listWidgets: [PAGE],

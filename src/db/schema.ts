@@ -72,6 +72,9 @@ export interface DB {
   page_views: PageViewsTable;
   scheduled_jobs: ScheduledJobsTable;
   files: FilesTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  feed_cursors: FeedCursorsTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -323,3 +326,50 @@ export interface FilesTable {
 }
 
 export type FileRow = Selectable<FilesTable>;
+export interface WebhooksTable {
+  id: string;
+  tenant_id: string;
+  url: string;
+  events: string[];
+  description: Generated<string>;
+  enabled: Generated<boolean>;
+  disabled_reason: 'manual' | 'gone' | 'failing' | null;
+  disabled_at: Date | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export type Webhook = Selectable<WebhooksTable>;
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  tenant_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  status: Generated<'pending' | 'succeeded' | 'failed'>;
+  attempts: Generated<number>;
+  retry_step: Generated<number>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lock_token: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  created_at: CreatedAt;
+  delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
+
+export interface FeedCursorsTable {
+  name: string;
+  txid: string;
+  position: number;
+  updated_at: UpdatedAt;
+}

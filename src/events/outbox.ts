@@ -17,6 +17,7 @@ export interface EventPayloads {
   'message.created': S['MessageCreatedData'];
   'message.read': S['MessageReadData'];
   'csat.submitted': S['CsatSubmittedData'];
+  'webhook.test': S['WebhookTestData'];
 }
 
 /** Live signals: delivered to sockets, never stored, no id (openapi/events.asyncapi.yaml, LiveSignal). */
@@ -59,7 +60,8 @@ export interface StoredEvent {
   routing: EventRouting;
 }
 
-export type Emit = <T extends EventType>(type: T, data: EventPayloads[T], routing?: EventRouting) => Promise<void>;
+/** Writes an event in the transaction and answers its id. */
+export type Emit = <T extends EventType>(type: T, data: EventPayloads[T], routing?: EventRouting) => Promise<string>;
 
 /** Writes the event in the caller's transaction: it commits with the change it reports, or not at all. */
 export async function writeEvent<T extends EventType>(
@@ -99,7 +101,9 @@ export async function inTenantTransaction<T>(
     tenantId,
     (trx) =>
       fn(trx, async (type, data, routing) => {
-        pending.push(await writeEvent(trx, tenantId, type, data, routing));
+        const stored = await writeEvent(trx, tenantId, type, data, routing);
+        pending.push(stored);
+        return stored.envelope.id;
       }),
     { eventWriter: true },
   );

@@ -27,3 +27,12 @@ export const addedToTenantMail = (to: string, tenantName: string): MailMessage =
   subject: `You now have access to ${tenantName}`,
   text: `You were added to ${tenantName}. Log in and choose it to start.\n`,
 });
+
+export const webhookDisabledMail = (to: string, webhook: { id: string; url: string }, days: number): MailMessage => ({
+  to,
+  subject: 'A webhook endpoint was disabled',
+  text:
+    `Every delivery to the webhook endpoint ${webhook.url} (${webhook.id}) has failed for ${days} days, so it was disabled.\n\n` +
+    `Its deliveries and their errors are listed at GET /v1/webhooks/${webhook.id}/deliveries. Once the receiver works ` +
+    `again, enable it (PATCH /v1/webhooks/${webhook.id} with {"enabled": true}) and redeliver what it missed.\n`,
+});

@@ -16,6 +16,8 @@ export const ID_PREFIXES = {
   event: 'evt',
   survey: 'srv',
   session: 'ses',
+  webhook: 'whk',
+  webhookDelivery: 'whd',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

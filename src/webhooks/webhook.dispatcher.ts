@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Database } from '../db/database.ts';
+import type { EventBus } from '../events/bus.ts';
+import { type FeedRow, feedHead, readFeed } from '../events/feed.repository.ts';
+import type { Mailer } from '../mail/mailer.ts';
+import { webhookDisabledMail } from '../mail/templates.ts';
+import { envelopeOf } from '../realtime/views.ts';
+import { newId } from '../shared/ids.ts';
+import * as repo from './webhook.repository.ts';
+import { type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
+
+export const DEFAULT_RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000];
+const DAY_MS = 24 * 3_600_000;
+
+export interface DispatcherOptions {
+  database: Database;
+  logger: Logger;
+  /** Committed events are announced here: a fan-out pass follows at once. */
+  bus: EventBus;
+  mailer: Mailer;
+  allowPrivate: boolean;
+  /** A 2xx must arrive within this, or the attempt failed. */
+  timeoutMs?: number;
+  /** The delay before each retry; a failure after the last one fails the delivery for good. */
+  retryDelaysMs?: number[];
+  /** Attempts in flight on this instance. */
+  concurrency?: number;
+  /** How often to look for unread events and due deliveries without being woken (retries, other instances). */
+  pollMs?: number;
+  /** How long a claimed attempt holds its delivery; past it (the instance died) another attempt starts. */
+  leaseMs?: number;
+  /** Nothing but failures this long disables an endpoint and mails its owners. */
+  disableAfterMs?: number;
+  /** Events read per fan-out transaction. */
+  batch?: number;
+  /** Replaces the HTTP transport (the benchmark and tests count on it). */
+  transport?: Transport;
+}
+
+/** The dispatcher's row in feed_cursors. */
+export const WEBHOOK_CURSOR = 'webhooks';
+
+/**
+ * Turns the outbox into signed HTTP deliveries, at least once, on any number of instances.
+ *
+ * Fan-out: a pass locks the cursor row, reads the next events through the feed repository (commit-safe
+ * order: an event whose transaction commits late is below the cursor only once it is visible), inserts one
+ * delivery per (enabled endpoint subscribed to its type, event) and moves the cursor, in one transaction:
+ * a crash either keeps all of it or none, and the unique (endpoint, event) makes a re-read harmless.
+ *
+ * Sending: due deliveries are claimed with FOR UPDATE SKIP LOCKED and a lease (locked_until), attempted,
+ * and their outcome recorded under the claim's token. An instance that dies mid-attempt records nothing;
+ * when the lease runs out the delivery is claimed again (same webhook-id), so a crash means a retry.
+ */
+export class WebhookDispatcher {
+  readonly #o: Required<Omit<DispatcherOptions, 'transport'>>;
+  readonly #transport: Transport;
+  readonly #ownTransport: boolean;
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #stopped = false;
+  #fanning: Promise<void> | undefined;
+  #fanAgain = false;
+  #heldBackTimer: NodeJS.Timeout | undefined;
+  #claiming: Promise<void> | undefined;
+  #claimAgain = false;
+  /** The last claim filled every free slot: more may be due. */
+  #backlog = false;
+  readonly #inFlight = new Set<Promise<void>>();
+
+  constructor(options: DispatcherOptions) {
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    this.#o = {
+      database: options.database,
+      logger: options.logger,
+      bus: options.bus,
+      mailer: options.mailer,
+      allowPrivate: options.allowPrivate,
+      timeoutMs,
+      retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
+      concurrency: options.concurrency ?? 16,
+      pollMs: options.pollMs ?? 1000,
+      leaseMs: options.leaseMs ?? timeoutMs + Math.max(2000, timeoutMs / 2),
+      disableAfterMs: options.disableAfterMs ?? 5 * DAY_MS,
+      batch: options.batch ?? 500,
+    };
+    this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
+    this.#ownTransport = !options.transport;
+  }
+
+  /**
+   * Listens for committed events and polls every pollMs, the first time one poll after the start: the
+   * embedded database runs on the event loop, and a service just started serves requests first.
+   */
+  start(): void {
+    if (this.#timer || this.#stopped) return;
+    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
+    this.#timer.unref();
+  }
+
+  /** Reads new events and sends what is due; a pass already running runs again when it ends. */
+  wake(): void {
+    this.#wakeFanOut();
+    this.#wakeSender();
+  }
+
+  /** Stops claiming and reading; waits for the attempts in flight (each ends within the timeout). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    clearTimeout(this.#heldBackTimer);
+    this.#unsubscribe?.();
+    await this.#fanning?.catch(() => undefined);
+    await this.#claiming?.catch(() => undefined);
+    await Promise.allSettled([...this.#inFlight]);
+    if (this.#ownTransport) this.#transport.close();
+  }
+
+  // ---- Fan-out -------------------------------------------------------------------------------------
+
+  #wakeFanOut(): void {
+    if (this.#stopped) return;
+    if (this.#fanning) {
+      this.#fanAgain = true;
+      return;
+    }
+    const run = this.#fanOutLoop()
+      .catch((err: unknown) => this.#o.logger.error({ err }, 'webhook fan-out failed; the next poll tries again'))
+      .finally(() => {
+        if (this.#fanning === run) this.#fanning = undefined;
+      });
+    this.#fanning = run;
+  }
+
+  async #fanOutLoop(): Promise<void> {
+    do {
+      this.#fanAgain = false;
+      for (;;) {
+        const pass = await this.fanOutOnce();
+        if (pass.inserted > 0) this.#wakeSender();
+        if (pass.more && !this.#stopped) continue;
+        // A running writer holds committed events back: look again shortly rather than at the next poll.
+        if (pass.heldBack && !this.#stopped) {
+          clearTimeout(this.#heldBackTimer);
+          this.#heldBackTimer = setTimeout(() => this.#wakeFanOut(), 20);
+        }
+        break;
+      }
+    } while (this.#fanAgain && !this.#stopped);
+  }
+
+  /** One fan-out transaction. Public for tests and the benchmark. */
+  async fanOutOnce(): Promise<{ read: number; inserted: number; more: boolean; heldBack: boolean }> {
+    return this.#o.database.asSystem(async (trx) => {
+      let cursor = await repo.lockCursor(trx, WEBHOOK_CURSOR);
+      if (!cursor) {
+        // The first start reads from the head: endpoints get what happens after they exist.
+        await repo.ensureCursor(trx, WEBHOOK_CURSOR, await feedHead(trx));
+        cursor = (await repo.lockCursor(trx, WEBHOOK_CURSOR))!;
+      }
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const last = page.rows.at(-1);
+      if (!last) return { read: 0, inserted: 0, more: false, heldBack: page.heldBack };
+      const endpoints = await repo.enabledWebhooksOf(trx, [...new Set(page.rows.map((r) => r.tenant_id))]);
+      const byTenant = Map.groupBy(endpoints, (e) => e.tenant_id);
+      const deliveries: repo.NewDelivery[] = [];
+      for (const row of page.rows) {
+        let body: string | undefined;
+        for (const endpoint of byTenant.get(row.tenant_id) ?? []) {
+          if (!subscribed(endpoint, row)) continue;
+          body ??= envelopeOf(row, row.data);
+          deliveries.push({
+            id: newId('webhookDelivery'),
+            tenant_id: row.tenant_id,
+            webhook_id: endpoint.id,
+            event_id: row.id,
+            event_type: row.type,
+            body,
+          });
+        }
+      }
+      let inserted = 0;
+      for (let i = 0; i < deliveries.length; i += 1000) inserted += await repo.insertDeliveries(trx, deliveries.slice(i, i + 1000));
+      await repo.advanceCursor(trx, WEBHOOK_CURSOR, { txid: last.txid, position: last.position });
+      return { read: page.rows.length, inserted, more: page.rows.length === this.#o.batch, heldBack: page.heldBack };
+    });
+  }
+
+  // ---- Sending -------------------------------------------------------------------------------------
+
+  #wakeSender(): void {
+    if (this.#stopped) return;
+    if (this.#claiming) {
+      this.#claimAgain = true;
+      return;
+    }
+    const run = this.#claimLoop()
+      .catch((err: unknown) => this.#o.logger.error({ err }, 'webhook deliveries could not be claimed; the next poll tries again'))
+      .finally(() => {
+        if (this.#claiming === run) this.#claiming = undefined;
+      });
+    this.#claiming = run;
+  }
+
+  async #claimLoop(): Promise<void> {
+    do {
+      this.#claimAgain = false;
+      for (;;) {
+        const free = this.#o.concurrency - this.#inFlight.size;
+        if (free <= 0 || this.#stopped) break;
+        const token = randomUUID();
+        const claimed = await this.#o.database.asSystem((trx) => repo.claimDueDeliveries(trx, free, token, this.#o.leaseMs));
+        this.#backlog = claimed.length === free;
+        for (const delivery of claimed) {
+          const attempt = this.#attempt(delivery, token).catch((err: unknown) =>
+            this.#o.logger.error({ err, delivery: delivery.id }, 'a webhook attempt could not record its outcome; its lease runs out and it is retried'),
+          );
+          this.#inFlight.add(attempt);
+          void attempt.finally(() => {
+            this.#inFlight.delete(attempt);
+            if (this.#backlog) this.#wakeSender();
+          });
+        }
+        if (!this.#backlog) break;
+      }
+    } while (this.#claimAgain && !this.#stopped);
+  }
+
+  async #attempt(delivery: repo.ClaimedDelivery, token: string): Promise<void> {
+    const secrets = delivery.previous_secret ? [delivery.secret, delivery.previous_secret] : [delivery.secret];
+    const outcome = await this.#transport.post(delivery.url, signedHeaders(delivery.event_id, delivery.body, secrets), delivery.body);
+    const mail = await this.#o.database.asSystem(async (trx) => {
+      if (outcome.error === null) {
+        if (await repo.recordSuccess(trx, delivery.id, token, outcome.statusCode!)) await repo.clearFailingStreak(trx, delivery.webhook_id);
+        return undefined;
+      }
+      const gone = outcome.statusCode === 410;
+      const retryInMs = gone ? undefined : this.#o.retryDelaysMs[delivery.retry_step];
+      const recorded = await repo.recordFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
+      if (!recorded) return undefined;
+      if (gone) {
+        await repo.disableWebhook(trx, delivery.webhook_id, 'gone');
+        return undefined;
+      }
+      if (!(await repo.noteFailure(trx, delivery.webhook_id, this.#o.disableAfterMs))) return undefined;
+      if (!(await repo.disableWebhook(trx, delivery.webhook_id, 'failing'))) return undefined;
+      return { to: await repo.activeOwnerEmails(trx, delivery.tenant_id) };
+    });
+    if (mail) await this.#mailOwners(mail.to, delivery);
+  }
+
+  async #mailOwners(to: string[], delivery: repo.ClaimedDelivery): Promise<void> {
+    const days = Math.round(this.#o.disableAfterMs / DAY_MS);
+    for (const address of to) {
+      try {
+        await this.#o.mailer.send(webhookDisabledMail(address, { id: delivery.webhook_id, url: delivery.url }, days));
+      } catch (err) {
+        this.#o.logger.error({ err, webhook: delivery.webhook_id }, 'could not mail an owner that a webhook was disabled');
+      }
+    }
+  }
+}
+
+/** Whether an endpoint gets an event: a test only its own endpoint; others by type, from its creation on. */
+function subscribed(endpoint: { id: string; events: string[]; created_at: Date }, row: FeedRow): boolean {
+  if (row.type === 'webhook.test') return (row.data as { webhook_id: string }).webhook_id === endpoint.id;
+  if (row.created_at < endpoint.created_at) return false;
+  return endpoint.events.includes('*') || endpoint.events.includes(row.type);
+}

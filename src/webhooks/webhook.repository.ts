@@ -1,0 +1,289 @@
+import { sql } from 'kysely';
+import { dbAgo, dbFromNow } from '../db/clock.ts';
+import type { Tx } from '../db/database.ts';
+import { offsetPage } from '../db/paginate.ts';
+import type { Webhook } from '../db/schema.ts';
+import type { FeedPosition } from '../events/feed.repository.ts';
+
+// ---- Endpoints (tenant work, row-level security) ----------------------------------------------------
+
+export async function insertWebhook(
+  trx: Tx,
+  row: { id: string; tenant_id: string; url: string; events: string[]; description: string; secret: string; now: Date },
+) {
+  const { now, ...values } = row;
+  return trx
+    .insertInto('webhooks')
+    .values({ ...values, created_at: now, updated_at: now })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listWebhooks(trx: Tx, page: { limit: number; offset: number }) {
+  return offsetPage(trx.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id'), page);
+}
+
+export async function findWebhook(trx: Tx, id: string, options: { lock?: boolean } = {}) {
+  let query = trx.selectFrom('webhooks').selectAll().where('id', '=', id);
+  if (options.lock) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function updateWebhook(
+  trx: Tx,
+  id: string,
+  changes: Partial<Pick<Webhook, 'url' | 'events' | 'description' | 'enabled' | 'disabled_reason' | 'disabled_at' | 'failing_since' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>>,
+  now: Date,
+) {
+  return trx
+    .updateTable('webhooks')
+    .set({ ...changes, updated_at: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function deleteWebhook(trx: Tx, id: string): Promise<boolean> {
+  return (await trx.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst()).numDeletedRows === 1n;
+}
+
+const DELIVERY_COLUMNS = [
+  'id',
+  'webhook_id',
+  'event_id',
+  'event_type',
+  'status',
+  'attempts',
+  'last_status_code',
+  'last_error',
+  'next_attempt_at',
+  'created_at',
+  'delivered_at',
+] as const;
+
+export async function listDeliveries(trx: Tx, webhookId: string, filter: { status?: string | undefined }, page: { limit: number; offset: number }) {
+  let query = trx.selectFrom('webhook_deliveries').select(DELIVERY_COLUMNS).where('webhook_id', '=', webhookId);
+  if (filter.status) query = query.where('status', '=', filter.status as 'pending');
+  return offsetPage(query.orderBy('created_at', 'desc').orderBy('id', 'desc'), page);
+}
+
+/**
+ * Queues a delivery again at once, with a fresh retry schedule. An attempt in flight keeps its lease, so
+ * the new attempt starts only once that lease ends (a delivery is never sent twice at once), but loses
+ * its token: its outcome is not recorded over the requeue.
+ */
+export async function requeueDelivery(trx: Tx, webhookId: string, id: string) {
+  return trx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', retry_step: 0, next_attempt_at: sql<Date>`now()`, lock_token: null })
+    .where('id', '=', id)
+    .where('webhook_id', '=', webhookId)
+    .returning(DELIVERY_COLUMNS)
+    .executeTakeFirst();
+}
+
+// ---- The dispatcher (system role, every tenant) ------------------------------------------------------
+
+/** Makes the cursor at `start` unless it exists (a first start reads from the head, not the past). */
+export async function ensureCursor(trx: Tx, name: string, start: FeedPosition) {
+  await trx
+    .insertInto('feed_cursors')
+    .values({ name, txid: start.txid, position: start.position })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+}
+
+/**
+ * The cursor, locked until the transaction ends: of two instances dispatching at once, the second waits,
+ * then reads where the first left off (read committed re-reads the locked row).
+ */
+export async function lockCursor(trx: Tx, name: string): Promise<FeedPosition | undefined> {
+  const row = await trx
+    .selectFrom('feed_cursors')
+    .select([sql<string>`txid::text`.as('txid'), 'position'])
+    .where('name', '=', name)
+    .forUpdate()
+    .executeTakeFirst();
+  return row ? { txid: row.txid, position: Number(row.position) } : undefined;
+}
+
+export async function advanceCursor(trx: Tx, name: string, to: FeedPosition) {
+  await trx
+    .updateTable('feed_cursors')
+    .set({ txid: to.txid, position: to.position, updated_at: sql<Date>`now()` })
+    .where('name', '=', name)
+    .execute();
+}
+
+export async function enabledWebhooksOf(trx: Tx, tenantIds: string[]) {
+  if (tenantIds.length === 0) return [];
+  return trx
+    .selectFrom('webhooks')
+    .select(['id', 'tenant_id', 'events', 'created_at'])
+    .where('tenant_id', 'in', tenantIds)
+    .where('enabled', '=', true)
+    .execute();
+}
+
+export interface NewDelivery {
+  id: string;
+  tenant_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+}
+
+/** One delivery per (endpoint, event): an event read twice is still delivered once. */
+export async function insertDeliveries(trx: Tx, rows: NewDelivery[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const inserted = await trx
+    .insertInto('webhook_deliveries')
+    .values(rows.map((r) => ({ ...r, next_attempt_at: sql<Date>`now()` })))
+    .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+    .returning('id')
+    .execute();
+  return inserted.length;
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  tenant_id: string;
+  webhook_id: string;
+  event_id: string;
+  body: string;
+  retry_step: number;
+  url: string;
+  secret: string;
+  /** The rotated-out secret while it still signs beside the new one. */
+  previous_secret: string | null;
+}
+
+/**
+ * Claims up to `limit` due deliveries of enabled endpoints for `leaseMs`: the row is this instance's
+ * until it records the outcome or the lease runs out. SKIP LOCKED: instances claiming at once take
+ * different rows instead of waiting for each other.
+ */
+export async function claimDueDeliveries(trx: Tx, limit: number, lockToken: string, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const due = trx
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .select('d.id')
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', sql<Date>`now()`)
+    .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', sql<Date>`now()`)]))
+    .where('w.enabled', '=', true)
+    .orderBy('d.next_attempt_at')
+    .limit(limit)
+    .forUpdate('d')
+    .skipLocked();
+  const claimed = await trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      locked_until: dbFromNow(leaseMs),
+      lock_token: lockToken,
+      attempts: eb('attempts', '+', 1),
+      last_attempt_at: sql<Date>`now()`,
+    }))
+    .where('id', 'in', due)
+    .returning(['id', 'tenant_id', 'webhook_id', 'event_id', 'body', 'retry_step'])
+    .execute();
+  if (claimed.length === 0) return [];
+  const endpoints = await trx
+    .selectFrom('webhooks')
+    .select([
+      'id',
+      'url',
+      'secret',
+      sql<string | null>`case when previous_secret_expires_at > now() then previous_secret end`.as('previous_secret'),
+    ])
+    .where('id', 'in', [...new Set(claimed.map((c) => c.webhook_id))])
+    .execute();
+  const byId = new Map(endpoints.map((e) => [e.id, e]));
+  return claimed.map((c) => {
+    const endpoint = byId.get(c.webhook_id)!;
+    return { ...c, url: endpoint.url, secret: endpoint.secret, previous_secret: endpoint.previous_secret };
+  });
+}
+
+/** Whether this instance still held the delivery (its lease ran out and another took it: nothing is written). */
+export async function recordSuccess(trx: Tx, id: string, lockToken: string, statusCode: number): Promise<boolean> {
+  const result = await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'succeeded',
+      next_attempt_at: null,
+      locked_until: null,
+      lock_token: null,
+      last_status_code: statusCode,
+      last_error: null,
+      delivered_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .where('lock_token', '=', lockToken)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** A failed attempt: retried after `retryInMs`, or failed for good when that is undefined. */
+export async function recordFailure(
+  trx: Tx,
+  id: string,
+  lockToken: string,
+  outcome: { statusCode: number | null; error: string; retryInMs: number | undefined },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: outcome.retryInMs === undefined ? 'failed' : 'pending',
+      next_attempt_at: outcome.retryInMs === undefined ? null : dbFromNow(outcome.retryInMs),
+      retry_step: eb('retry_step', '+', 1),
+      locked_until: null,
+      lock_token: null,
+      last_status_code: outcome.statusCode,
+      last_error: outcome.error.slice(0, 1000),
+    }))
+    .where('id', '=', id)
+    .where('lock_token', '=', lockToken)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function clearFailingStreak(trx: Tx, webhookId: string) {
+  await trx.updateTable('webhooks').set({ failing_since: null }).where('id', '=', webhookId).where('failing_since', 'is not', null).execute();
+}
+
+/** Starts the endpoint's failure streak unless one runs; answers whether it has run longer than `disableAfterMs`. */
+export async function noteFailure(trx: Tx, webhookId: string, disableAfterMs: number): Promise<boolean> {
+  const row = await trx
+    .updateTable('webhooks')
+    .set({ failing_since: sql<Date>`coalesce(failing_since, now())` })
+    .where('id', '=', webhookId)
+    .returning(sql<boolean>`failing_since < ${dbAgo(disableAfterMs)}`.as('too_long'))
+    .executeTakeFirst();
+  return row?.too_long ?? false;
+}
+
+/** Disables an enabled endpoint; false when it was already disabled (someone else acted first). */
+export async function disableWebhook(trx: Tx, webhookId: string, reason: 'gone' | 'failing'): Promise<boolean> {
+  const result = await trx
+    .updateTable('webhooks')
+    .set({ enabled: false, disabled_reason: reason, disabled_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('id', '=', webhookId)
+    .where('enabled', '=', true)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function activeOwnerEmails(trx: Tx, tenantId: string): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('memberships as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select('u.email')
+    .where('m.tenant_id', '=', tenantId)
+    .where('m.role', '=', 'owner')
+    .where('m.status', '=', 'active')
+    .execute();
+  return rows.map((r) => r.email);
+}
+

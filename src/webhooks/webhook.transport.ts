@@ -1,0 +1,129 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import ipaddr from 'ipaddr.js';
+import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+
+// Signing and posting, nothing else: what a delivery is and when it is retried is the dispatcher's.
+
+const signers = new Map<string, StandardWebhook>();
+
+function signerFor(secret: string): StandardWebhook {
+  let signer = signers.get(secret);
+  if (!signer) {
+    if (signers.size > 10_000) signers.clear();
+    signer = new StandardWebhook(secret);
+    signers.set(secret, signer);
+  }
+  return signer;
+}
+
+/**
+ * The Standard Webhooks headers of one attempt: `webhook-signature` holds one `v1,<base64>` per secret
+ * (two during a rotation's overlap), space-separated, which every standardwebhooks verifier accepts.
+ */
+export function signedHeaders(messageId: string, body: string, secrets: string[], at = new Date()): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'customer-chat-webhooks/1',
+    'webhook-id': messageId,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': secrets.map((secret) => signerFor(secret).sign(messageId, at, body)).join(' '),
+  };
+}
+
+/**
+ * Why an address may not be reached, or undefined when it may: only public unicast addresses pass
+ * (no loopback, private, link-local — where cloud metadata lives —, carrier-grade NAT, unspecified,
+ * multicast or reserved; an IPv4 address mapped into IPv6 is judged as itself). The agents below apply
+ * the same rule to every address a name resolves to, at connect time.
+ */
+export function addressRefusal(address: string): string | undefined {
+  if (!ipaddr.isValid(address)) return undefined;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  const range = parsed.range();
+  return range === 'unicast' ? undefined : `the address ${address} is ${range}, not public`;
+}
+
+export interface PostOutcome {
+  /** The receiver's status, when it answered. */
+  statusCode: number | null;
+  /** Why the attempt failed (no 2xx), or null on success. */
+  error: string | null;
+}
+
+export interface Transport {
+  post(url: string, headers: Record<string, string>, body: string): Promise<PostOutcome>;
+  close(): void;
+}
+
+/** What is read of a receiver's answer: its status matters, its body does not. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * Posts with node:http, which never follows redirects (a 3xx is a failure like any non-2xx), through
+ * agents that refuse non-public addresses unless `allowPrivate`, and keep connections alive for the
+ * next delivery to the same receiver. The timeout covers the whole exchange.
+ */
+export function createTransport(options: { allowPrivate: boolean; timeoutMs: number }): Transport {
+  const filter = { allowPrivateIPAddress: options.allowPrivate, allowMetaIPAddress: options.allowPrivate };
+  const agents = {
+    http: new RequestFilteringHttpAgent({ keepAlive: true, maxSockets: 64, ...filter }),
+    https: new RequestFilteringHttpsAgent({ keepAlive: true, maxSockets: 64, ...filter }),
+  };
+  return {
+    post: (url, headers, body) =>
+      new Promise<PostOutcome>((resolve) => {
+        let target: URL;
+        try {
+          target = new URL(url);
+        } catch {
+          resolve({ statusCode: null, error: 'the URL is not valid' });
+          return;
+        }
+        const secure = target.protocol === 'https:';
+        if (!secure && target.protocol !== 'http:') {
+          resolve({ statusCode: null, error: `the scheme ${target.protocol} is not allowed` });
+          return;
+        }
+        const signal = AbortSignal.timeout(options.timeoutMs);
+        const send = secure ? httpsRequest : httpRequest;
+        const req = send(
+          target,
+          {
+            method: 'POST',
+            agent: secure ? agents.https : agents.http,
+            headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+            signal,
+          },
+          (res) => {
+            const statusCode = res.statusCode ?? 0;
+            let read = 0;
+            res.on('data', (chunk: Buffer) => {
+              read += chunk.length;
+              if (read > MAX_RESPONSE_BYTES) res.destroy();
+            });
+            const done = () =>
+              resolve(statusCode >= 200 && statusCode < 300 ? { statusCode, error: null } : { statusCode, error: `the receiver answered ${statusCode}` });
+            res.on('end', done);
+            res.on('close', done);
+            res.on('error', done);
+          },
+        );
+        req.on('error', (err: Error & { code?: string }) => {
+          const error = signal.aborted
+            ? `no answer within ${options.timeoutMs} ms`
+            : /is not allowed/.test(err.message)
+              ? `refused: ${err.message}`
+              : `${err.code ?? 'error'}: ${err.message}`;
+          resolve({ statusCode: null, error });
+        });
+        req.end(body);
+      }),
+    close: () => {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

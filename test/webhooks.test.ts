@@ -1,0 +1,364 @@
+import { expect } from 'chai';
+import type { Express } from 'express';
+import { sql } from 'kysely';
+import pino from 'pino';
+import request from 'supertest';
+import { buildApp } from '../src/app.ts';
+import { EventBus } from '../src/events/bus.ts';
+import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
+import { urlRefusal } from '../src/webhooks/webhook.service.ts';
+import { addressRefusal, createTransport } from '../src/webhooks/webhook.transport.ts';
+import { RequestFilteringHttpAgent } from 'request-filtering-agent';
+import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
+import { type Harness, getHarness, sentMail } from './support/harness.ts';
+import { expectProblem } from './support/problem.ts';
+import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
+
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+const TIMEOUT_MS = 400;
+
+describe('webhooks', () => {
+  let h: Harness;
+  let app: Express;
+  let bus: EventBus;
+  let dispatcher: WebhookDispatcher;
+  const receivers: Receiver[] = [];
+
+  before(async () => {
+    h = await getHarness();
+    bus = new EventBus();
+    const built = buildApp({ ...h.deps, bus });
+    app = built.app;
+    // Retries after 50 to 250 ms instead of seconds to hours; a hanging receiver gives up after 400 ms.
+    dispatcher = new WebhookDispatcher({
+      database: h.database,
+      logger: pino({ level: 'silent' }),
+      bus,
+      mailer: h.deps.mailer,
+      allowPrivate: true,
+      timeoutMs: TIMEOUT_MS,
+      retryDelaysMs: [50, 100, 150, 200, 250],
+      pollMs: 50,
+    });
+    built.services.webhooks.onDeliveryDue(() => dispatcher.wake());
+    dispatcher.start();
+  });
+
+  after(async () => {
+    await dispatcher.stop();
+    // On a shared PostgreSQL database, endpoints left behind would retry towards ports other tests reuse.
+    const ids = (await h.database.asSystem((trx) => trx.selectFrom('webhooks').select('id').where('url', 'like', 'http://127.0.0.1:%').execute())).map((w) => w.id);
+    if (ids.length > 0) await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('id', 'in', ids).execute());
+    for (const r of receivers.splice(0)) await r.close();
+  });
+
+  async function receiver(options: Parameters<typeof startReceiver>[0] = {}) {
+    const r = await startReceiver(options);
+    receivers.push(r);
+    return r;
+  }
+
+  async function createWebhook(t: TestTenant, r: Receiver, events: string[] = ['*']) {
+    const res = await request(app).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: r.url, events }).expect(201);
+    r.secrets.push(res.body.secret);
+    return res.body as { id: string; secret: string };
+  }
+
+  const deliveries = async (t: TestTenant, webhookId: string, query = '') =>
+    (await request(app).get(`/api/v1/webhooks/${webhookId}/deliveries?limit=100${query}`).set(bearer(t.owner.accessToken)).expect(200)).body
+      .data as Record<string, any>[];
+
+  const feedEvents = async (t: TestTenant) =>
+    (await request(app).get('/api/v1/events?limit=100').set(bearer(t.owner.accessToken)).expect(200)).body.data as Record<string, any>[];
+
+  describe('the endpoints', () => {
+    it('create answers the secret once; get, list, update and delete manage the endpoint', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const created = await request(app)
+        .post('/api/v1/webhooks')
+        .set(auth)
+        .send({ url: 'https://hooks.example.com/chat', events: ['message.created', 'conversation.created'], description: 'CRM' })
+        .expect(201);
+      expect(created.body.id).to.match(/^whk_/);
+      expect(created.body.secret).to.match(/^whsec_[A-Za-z0-9+/=]{32}$/);
+      expect(created.body).to.include({ enabled: true, disabled_reason: null, description: 'CRM' });
+      const got = await request(app).get(`/api/v1/webhooks/${created.body.id}`).set(auth).expect(200);
+      expect(got.body).to.not.have.property('secret');
+      const list = await request(app).get('/api/v1/webhooks').set(auth).expect(200);
+      expect(list.body.data.map((w: { id: string }) => w.id)).to.deep.equal([created.body.id]);
+      const updated = await request(app).patch(`/api/v1/webhooks/${created.body.id}`).set(auth).send({ events: ['*', 'message.created'], enabled: false }).expect(200);
+      expect(updated.body).to.include({ enabled: false, disabled_reason: 'manual' });
+      expect(updated.body.events).to.deep.equal(['*']);
+      const enabled = await request(app).patch(`/api/v1/webhooks/${created.body.id}`).set(auth).send({ enabled: true }).expect(200);
+      expect(enabled.body).to.include({ enabled: true, disabled_reason: null, disabled_at: null });
+      await request(app).delete(`/api/v1/webhooks/${created.body.id}`).set(auth).expect(200);
+      expectProblem(await request(app).get(`/api/v1/webhooks/${created.body.id}`).set(auth), 404, 'ERR_NOT_FOUND');
+    });
+
+    it('refuses agents, API keys without the scope, and what the contract does not allow', async () => {
+      const t = await createTenant();
+      const agent = await addMember(t, { role: 'agent' });
+      const agentToken = await login(agent.email);
+      expectProblem(await request(app).get('/api/v1/webhooks').set(bearer(agentToken)), 403, 'ERR_FORBIDDEN');
+      const key = (await request(app).post('/api/v1/api-keys').set(bearer(t.owner.accessToken)).send({ name: 'r', scopes: ['webhooks:read'] }).expect(201)).body.key;
+      const asKey = { 'X-API-Key': key, 'X-Tenant-ID': t.tenantId };
+      await request(app).get('/api/v1/webhooks').set(asKey).expect(200);
+      expectProblem(await request(app).post('/api/v1/webhooks').set(asKey).send({ url: 'https://a.example/', events: ['*'] }), 403, 'ERR_FORBIDDEN');
+      const auth = bearer(t.owner.accessToken);
+      const bad = expectProblem(await request(app).post('/api/v1/webhooks').set(auth).send({ url: 'https://a.example/', events: ['typing'] }), 400, 'ERR_VALIDATION');
+      expect(bad.errors[0].path).to.match(/^\/body\/events/);
+      const ftp = expectProblem(await request(app).post('/api/v1/webhooks').set(auth).send({ url: 'ftp://a.example/', events: ['*'] }), 400, 'ERR_VALIDATION');
+      expect(ftp.errors).to.deep.equal([{ path: '/body/url', message: 'must be an http:// or https:// URL' }]);
+      const other = await createTenant();
+      const theirs = (await request(app).post('/api/v1/webhooks').set(bearer(other.owner.accessToken)).send({ url: 'https://b.example/', events: ['*'] }).expect(201)).body;
+      expectProblem(await request(app).get(`/api/v1/webhooks/${theirs.id}`).set(auth), 404, 'ERR_NOT_FOUND');
+      expectProblem(await request(app).post(`/api/v1/webhooks/${theirs.id}/test`).set(auth), 404, 'ERR_NOT_FOUND');
+    });
+  });
+
+  describe('delivery', () => {
+    it('delivers every subscribed event, signed, as the envelope of the feed; an endpoint gets only its types', async () => {
+      const t = await createTenant();
+      const all = await receiver();
+      const some = await receiver();
+      await createWebhook(t, all, ['*']);
+      await createWebhook(t, some, ['conversation.created', 'conversation.closed']);
+      const conv = await createConversation(t, { message: 'Hello' }, t.owner.accessToken, app);
+      await request(app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'Hi there' }).expect(201);
+      await request(app).post(`/api/v1/conversations/${conv.id}/close`).set(bearer(t.owner.accessToken)).expect(200);
+      const feed = await feedEvents(t);
+      expect(feed.length).to.be.greaterThan(3);
+      await all.until((got) => got.length >= feed.length);
+      await some.until((got) => got.length >= 2);
+      for (const r of [all, some]) {
+        for (const d of r.received) {
+          expect(d.verified, d.body).to.be.an('object');
+          expect(d.verified!.id).to.equal(d.id);
+          expect(d.answered).to.equal(200);
+        }
+      }
+      // The body is the feed's envelope, byte for byte (the feed answers the same JSON).
+      const byId = new Map(all.received.map((d) => [d.id, d.verified]));
+      expect([...byId.keys()].sort()).to.deep.equal(feed.map((e) => e.id).sort());
+      for (const e of feed) expect(byId.get(e.id)).to.deep.equal(e);
+      expect(some.received.map((d) => d.verified!.type).sort()).to.deep.equal(['conversation.closed', 'conversation.created']);
+    });
+
+    it('a receiver down for a while gets everything once it is up, each webhook-id retried under the same id', async () => {
+      const t = await createTenant();
+      // Down for its first ten requests, then up.
+      let requests = 0;
+      const r = await receiver({ behave: () => (++requests <= 10 ? 503 : 'ok') });
+      const hook = await createWebhook(t, r, ['message.created']);
+      const conv = await createConversation(t, {}, t.owner.accessToken, app);
+      for (let i = 0; i < 5; i++) {
+        await request(app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: `m${i}` }).expect(201);
+      }
+      await r.until((got) => new Set(got.filter((d) => d.answered === 200).map((d) => d.id)).size === 5);
+      const ok = r.received.filter((d) => d.answered === 200);
+      expect(ok.length, 'each delivered once').to.equal(5);
+      expect(r.received.filter((d) => d.answered === 503)).to.have.length(10);
+      for (const d of ok) {
+        const attempts = r.received.filter((x) => x.id === d.id);
+        expect(new Set(attempts.map((x) => x.body)).size, 'the same body on every attempt').to.equal(1);
+      }
+      const rows = await eventually(async () => {
+        const list = await deliveries(t, hook.id);
+        return list.every((x) => x.status === 'succeeded') && list;
+      }, 'the deliveries to be recorded as succeeded');
+      expect(rows).to.have.length(5);
+      expect(rows.reduce((n, row) => n + row.attempts, 0)).to.equal(15);
+      for (const row of rows) {
+        expect(row.delivered_at).to.be.a('string');
+        expect(row.next_attempt_at).to.equal(null);
+      }
+    });
+
+    it('gives up on a receiver that does not answer within the timeout, and fails a delivery after the last retry', async () => {
+      const t = await createTenant();
+      const r = await receiver({ behave: () => 'hang' });
+      const hook = await createWebhook(t, r);
+      const { event_id } = (await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202)).body;
+      // The first attempt and five retries, each cut at the timeout.
+      await r.until((got) => got.filter((d) => d.id === event_id).length === 6, 20_000);
+      const [row] = await eventually(async () => {
+        const list = await deliveries(t, hook.id);
+        return list[0]?.status === 'failed' && list;
+      }, 'the delivery to fail');
+      expect(row).to.include({ event_id, event_type: 'webhook.test', attempts: 6, last_status_code: null, next_attempt_at: null });
+      expect(row!.last_error).to.equal(`no answer within ${TIMEOUT_MS} ms`);
+      expect(r.received.every((d) => d.verified)).to.equal(true);
+    });
+
+    it('410 Gone disables the endpoint at once, and it says why', async () => {
+      const t = await createTenant();
+      const r = await receiver({ behave: () => 410 });
+      const hook = await createWebhook(t, r);
+      await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202);
+      await r.until((got) => got.length === 1);
+      const got = await eventually(async () => {
+        const res = await request(app).get(`/api/v1/webhooks/${hook.id}`).set(bearer(t.owner.accessToken)).expect(200);
+        return !res.body.enabled && res.body;
+      }, 'the endpoint to be disabled');
+      expect(got.disabled_reason).to.equal('gone');
+      expect(got.disabled_at).to.be.a('string');
+      const [row] = await deliveries(t, hook.id);
+      expect(row).to.include({ status: 'failed', last_status_code: 410 });
+      expectProblem(await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)), 409, 'ERR_CONFLICT');
+      expectProblem(await request(app).post(`/api/v1/webhooks/${hook.id}/deliveries/${row!.id}/redeliver`).set(bearer(t.owner.accessToken)), 409, 'ERR_CONFLICT');
+    });
+
+    it('five days of nothing but failures disables the endpoint and mails the owners', async () => {
+      const t = await createTenant();
+      const r = await receiver({ behave: () => 500 });
+      const hook = await createWebhook(t, r);
+      // The streak began six days ago (moved back in the database: no test waits five days).
+      await h.database.asSystem((trx) =>
+        trx.updateTable('webhooks').set({ failing_since: sql<Date>`now() - interval '6 days'` }).where('id', '=', hook.id).execute(),
+      );
+      await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202);
+      const mail = await eventually(async () => sentMail.find((m) => m.to === t.owner.email && /webhook endpoint was disabled/.test(m.subject)), 'the owner to be mailed');
+      expect(mail.text).to.contain(hook.id);
+      const got = (await request(app).get(`/api/v1/webhooks/${hook.id}`).set(bearer(t.owner.accessToken)).expect(200)).body;
+      expect(got).to.include({ enabled: false, disabled_reason: 'failing' });
+    });
+
+    it('a success ends the failure streak', async () => {
+      const t = await createTenant();
+      const r = await receiver();
+      const hook = await createWebhook(t, r);
+      await h.database.asSystem((trx) =>
+        trx.updateTable('webhooks').set({ failing_since: sql<Date>`now() - interval '1 day'` }).where('id', '=', hook.id).execute(),
+      );
+      await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202);
+      await eventually(
+        async () => (await h.database.asSystem((trx) => trx.selectFrom('webhooks').select('failing_since').where('id', '=', hook.id).executeTakeFirstOrThrow())).failing_since === null,
+        'the streak to end',
+      );
+    });
+
+    it('test sends webhook.test to that endpoint only; redeliver sends a delivery again under the same webhook-id', async () => {
+      const t = await createTenant();
+      const r = await receiver();
+      const other = await receiver();
+      const hook = await createWebhook(t, r, ['message.created']);
+      await createWebhook(t, other, ['*']);
+      const { event_id } = (await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202)).body;
+      await r.until((got) => got.length === 1);
+      expect(r.received[0]!.verified).to.include({ id: event_id, type: 'webhook.test', tenant_id: t.tenantId });
+      expect(r.received[0]!.verified!.data).to.deep.equal({ webhook_id: hook.id });
+      const [row] = await eventually(async () => {
+        const list = await deliveries(t, hook.id, '&status=succeeded');
+        return list.length === 1 && list;
+      }, 'the delivery to succeed');
+      const again = await request(app).post(`/api/v1/webhooks/${hook.id}/deliveries/${row!.id}/redeliver`).set(bearer(t.owner.accessToken)).expect(202);
+      expect(again.body).to.include({ id: row!.id, status: 'pending' });
+      await r.until((got) => got.length === 2);
+      expect(r.received[1]!.id).to.equal(event_id);
+      expect(r.received[1]!.body).to.equal(r.received[0]!.body);
+      await eventually(async () => (await deliveries(t, hook.id))[0]?.attempts === 2 && true, 'two attempts recorded');
+      // The '*' endpoint of the same tenant never got the other endpoint's test.
+      expect(other.received.filter((d) => d.verified?.type === 'webhook.test')).to.deep.equal([]);
+      expectProblem(
+        await request(app).post(`/api/v1/webhooks/${hook.id}/deliveries/whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92/redeliver`).set(bearer(t.owner.accessToken)),
+        404,
+        'ERR_NOT_FOUND',
+      );
+    });
+
+    it('after a secret rotation both secrets sign for the overlap, then only the new one', async () => {
+      const t = await createTenant();
+      const oldOnly = await receiver();
+      const hook = await createWebhook(t, oldOnly);
+      const oldSecret = hook.secret;
+      const rotated = (await request(app).post(`/api/v1/webhooks/${hook.id}/rotate-secret`).set(bearer(t.owner.accessToken)).expect(200)).body;
+      expect(rotated.secret).to.not.equal(oldSecret);
+      expect(Date.parse(rotated.previous_secret_expires_at) - Date.now()).to.be.within(23.9 * 3_600_000, 24 * 3_600_000);
+      oldOnly.secrets.push(rotated.secret);
+      await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202);
+      await oldOnly.until((got) => got.length === 1);
+      const during = oldOnly.received[0]!;
+      expect(String(during.headers['webhook-signature']).split(' ')).to.have.length(2);
+      expect(during.verifiedBy).to.deep.equal([oldSecret, rotated.secret]);
+      // The overlap ends (moved in the database): only the new secret signs.
+      await h.database.asSystem((trx) =>
+        trx.updateTable('webhooks').set({ previous_secret_expires_at: sql<Date>`now() - interval '1 second'` }).where('id', '=', hook.id).execute(),
+      );
+      await request(app).post(`/api/v1/webhooks/${hook.id}/test`).set(bearer(t.owner.accessToken)).expect(202);
+      await oldOnly.until((got) => got.length === 2);
+      const after = oldOnly.received[1]!;
+      expect(String(after.headers['webhook-signature']).split(' ')).to.have.length(1);
+      expect(after.verifiedBy).to.deep.equal([rotated.secret]);
+    });
+  });
+
+  describe('outgoing addresses', () => {
+    it('the filter refuses loopback, private, link-local, metadata and other non-public addresses', () => {
+      for (const address of ['127.0.0.1', '127.8.9.10', '::1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '0.0.0.0', '::', '100.64.0.1', '224.0.0.1']) {
+        expect(addressRefusal(address), address).to.be.a('string');
+      }
+      // Judged only, never contacted.
+      for (const address of ['93.184.216.34', '2606:4700:4700::1111']) expect(addressRefusal(address), address).to.equal(undefined);
+    });
+
+    it('URLs naming such an address, or localhost, are refused at creation; production requires https', () => {
+      const strict = { allowPrivate: false, requireHttps: true };
+      for (const url of ['https://127.0.0.1/', 'https://[::1]/', 'https://169.254.169.254/latest/meta-data', 'https://10.1.2.3/', 'https://localhost/', 'https://api.localhost/', 'https://[::ffff:7f00:1]/']) {
+        expect(urlRefusal(url, strict), url).to.be.a('string');
+      }
+      expect(urlRefusal('http://hooks.example.com/', strict)).to.equal('must be an https:// URL');
+      expect(urlRefusal('https://user:pw@hooks.example.com/', strict)).to.equal('must not carry credentials');
+      expect(urlRefusal('https://hooks.example.com/chat', strict)).to.equal(undefined);
+      expect(urlRefusal('http://127.0.0.1:9/', { allowPrivate: true, requireHttps: false })).to.equal(undefined);
+    });
+
+    it('the API answers 400 for such a URL when private addresses are not allowed', async () => {
+      const strictApp = buildApp({ ...h.deps, bus, config: { ...h.deps.config, webhooks: { allowPrivate: false, requireHttps: true } } }).app;
+      const t = await createTenant();
+      const res = await request(strictApp).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: 'https://169.254.169.254/', events: ['*'] });
+      expect(expectProblem(res, 400, 'ERR_VALIDATION').errors[0].path).to.equal('/body/url');
+    });
+
+    it('the agent refuses a name that resolves to a metadata address before connecting', async () => {
+      const agent = new RequestFilteringHttpAgent({ allowPrivateIPAddress: false });
+      let connected = false;
+      // A resolver that answers what an attacker's DNS would: the cloud metadata address.
+      const lookup = ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+        if (options.all) cb(null, [{ address: '169.254.169.254', family: 4 }]);
+        else cb(null, '169.254.169.254', 4);
+      }) as never;
+      const error = await new Promise<Error>((resolve) => {
+        const socket = agent.createConnection({ host: 'metadata.attacker.example', port: 80, lookup } as never, (err) => err && resolve(err));
+        socket.on('connect', () => (connected = true));
+        socket.on('error', resolve);
+      });
+      expect(error.message).to.match(/169\.254\.169\.254.*not allowed/);
+      expect(connected).to.equal(false);
+      agent.destroy();
+    });
+
+    it('a dispatcher that does not allow private addresses never reaches a loopback receiver', async () => {
+      const r = await receiver();
+      const transport = createTransport({ allowPrivate: false, timeoutMs: 1000 });
+      for (const url of [r.url, r.url.replace('127.0.0.1', 'localhost'), r.url.replace('127.0.0.1', '[::ffff:127.0.0.1]')]) {
+        const outcome = await transport.post(url, {}, '{}');
+        expect(outcome.statusCode, url).to.equal(null);
+        expect(outcome.error, url).to.match(/^refused: /);
+      }
+      transport.close();
+      // The same receiver answers when reached through a transport that allows loopback: it was up all along.
+      const open = createTransport({ allowPrivate: true, timeoutMs: 1000 });
+      expect(await open.post(r.url, {}, '{}')).to.deep.equal({ statusCode: 200, error: null });
+      open.close();
+      expect(r.received).to.have.length(1);
+    });
+
+    it('redirects are not followed: a 3xx is a failed attempt', async () => {
+      const r = await receiver({ behave: () => 307 });
+      const transport = createTransport({ allowPrivate: true, timeoutMs: 1000 });
+      expect(await transport.post(r.url, {}, '{}')).to.deep.equal({ statusCode: 307, error: 'the receiver answered 307' });
+      transport.close();
+    });
+  });
+});
