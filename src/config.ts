@@ -68,6 +68,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MAIL_TOKEN_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'used or expired mail tokens are deleted this long after' }),
       PAGE_VIEW_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'page views are deleted this long after' }),
       EVENT_RETENTION_DAYS: positiveInt(1, 3650)({ default: 7, desc: 'events are deleted this long after' }),
+      METRICS_TOKEN: str({ default: '', desc: 'bearer token of GET /api/metrics; unset, the endpoint is off' }),
+      OTEL_EXPORTER_OTLP_ENDPOINT: url({ default: undefined, desc: 'OTLP/HTTP collector; set, requests are traced' }),
     },
     {
       reporter: ({ errors }) => {
@@ -81,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   );
   const problems: Record<string, string> = {};
   if (e.NODE_ENV === 'production' && e.JWT_SECRET.length < 32) problems.JWT_SECRET = 'required in production, at least 32 characters';
+  if (e.METRICS_TOKEN && e.METRICS_TOKEN.length < 16) problems.METRICS_TOKEN = 'at least 16 characters';
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems[e.TLS_CERT_FILE ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'] = 'TLS needs both TLS_CERT_FILE and TLS_KEY_FILE';
   if (Object.keys(problems).length > 0) throw new ConfigError(problems);
   return {
@@ -111,6 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     },
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     requireHttps: e.REQUIRE_HTTPS ?? e.NODE_ENV === 'production',
+    metricsToken: e.METRICS_TOKEN || undefined,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
     retention: {
       intervalMs: e.RETENTION_INTERVAL_MINUTES * MINUTE,

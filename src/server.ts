@@ -20,6 +20,7 @@ import { Scheduler } from './jobs/scheduler.ts';
 import { retentionJobs } from './retention/retention.jobs.ts';
 import { redisStoreFactory } from './http/rate-limit.ts';
 import { createMailer } from './mail/mailer.ts';
+import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 
 export interface RunningService {
@@ -51,6 +52,7 @@ export async function startService(config: Config): Promise<RunningService> {
   // With Redis, every instance shares presence, tickets, rate limits and event notifications.
   const redisClient = redis as import('redis').RedisClientType | undefined;
   const bus = new EventBus();
+  const metrics = new Metrics({ processMetrics: true });
   const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
   const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
   const fanout = redisClient
@@ -66,6 +68,7 @@ export async function startService(config: Config): Promise<RunningService> {
     bus,
     presence,
     tickets,
+    metrics,
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
 
@@ -89,8 +92,10 @@ export async function startService(config: Config): Promise<RunningService> {
     logger,
     // Resume answers past_retention for an event older than the retention job keeps.
     options: { retentionMs: config.retention.eventMs },
+    onDelivered: (createdAt, frames) => metrics.delivered(createdAt, frames),
   });
   gateway.attach(server);
+  metrics.observeSockets(() => gateway.connectionsByAudience());
   // Periodic work, each job run by one instance at a time; later jobs (webhook retries, ...) join here.
   const scheduler = new Scheduler({ database, logger, jobs: retentionJobs(config.retention) });
   scheduler.start();

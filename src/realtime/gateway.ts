@@ -11,7 +11,7 @@ import { authenticateUpgrade, type CredentialDeps, refuseUpgrade, type UpgradeId
 import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
 import type { PresenceTracker } from './presence-tracker.ts';
-import { TenantStream, type StreamContext } from './tenant-stream.ts';
+import { type DeliveryHook, TenantStream, type StreamContext } from './tenant-stream.ts';
 import { armExpiry, heartbeat, markVisitorsSeen, type UpkeepContext } from './upkeep.ts';
 
 export { CLOSE } from './connection.ts';
@@ -39,6 +39,8 @@ export interface GatewayDeps extends CredentialDeps {
   presence: PresenceTracker;
   logger: Logger;
   options?: Partial<GatewayOptions>;
+  /** Hears each event's live frames as they are sent (metrics). */
+  onDelivered?: DeliveryHook;
 }
 
 /**
@@ -68,6 +70,7 @@ export class RealtimeGateway {
       maxBufferedBytes: options.maxBufferedBytes,
       retentionMs: options.retentionMs,
       logError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'event stream failed; retrying'),
+      ...(deps.onDelivered ? { onDelivered: deps.onDelivered } : {}),
     };
     this.#live = { database, fanout, presence, maxBufferedBytes: options.maxBufferedBytes };
     this.#upkeep = { database, presence, findSession: deps.findSession, logger };
@@ -100,6 +103,13 @@ export class RealtimeGateway {
 
   get connectionCount(): number {
     return this.#connections.size;
+  }
+
+  /** Open connections by audience (metrics). */
+  connectionsByAudience(): Record<Connection['audience']['kind'], number> {
+    const counts = { member: 0, integration: 0, visitor: 0 };
+    for (const conn of this.#connections) counts[conn.audience.kind]++;
+    return counts;
   }
 
   async close(): Promise<void> {
