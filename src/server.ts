@@ -94,6 +94,15 @@ export async function startService(config: Config): Promise<RunningService> {
     options: { retentionMs: config.retention.eventMs },
     onDelivered: (createdAt, frames) => metrics.delivered(createdAt, frames),
   });
+  // Tracing is imported only when asked for: without an endpoint it costs nothing.
+  const tracing = config.otlpEndpoint ? await import('./telemetry/tracing.ts') : undefined;
+  if (tracing && config.otlpEndpoint) {
+    if (!tracing.tracingStarted()) {
+      logger.warn('OTEL_EXPORTER_OTLP_ENDPOINT is set but the service was not started through src/telemetry/preload.ts: database spans are missing');
+      tracing.startTracing(config.otlpEndpoint);
+    }
+    tracing.traceUpgrades(server);
+  }
   gateway.attach(server);
   metrics.observeSockets(() => gateway.connectionsByAudience());
   // Periodic work, each job run by one instance at a time; later jobs (webhook retries, ...) join here.
@@ -124,6 +133,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await mailer.close();
       if (redis) await redis.quit();
       await database.close();
+      await tracing?.stopTracing();
       logger.info('stopped');
     })());
   return { server, gateway, scheduler, url, stop };

@@ -49,7 +49,7 @@ describe('request logs', () => {
     const widget = await request(app).post('/api/v1/widgets').set(auth).send({ name: 'Site', identity_required: false }).expect(201);
     secrets.identitySecret = widget.body.identity_secret;
     await request(app).post('/api/v1/domains').set(auth).send({ widget_id: widget.body.id, domain: 'logs.example' }).expect(201);
-    const userHash = createHmac('sha256', secrets.identitySecret).update('vera@logs.example').digest('hex');
+    const userHash = createHmac('sha256', widget.body.identity_secret as string).update('vera@logs.example').digest('hex');
     secrets.userHash = userHash;
     const session = await request(app)
       .post('/api/v1/widget/sessions')
