@@ -1,4 +1,6 @@
 # Production image: Node 26 runs the TypeScript sources directly (type stripping), so there is no build step.
+# Node 26 comes from the base image: in development it is the `node` devDependency, which
+# `npm ci --omit=dev` leaves out. Runs as the image's unprivileged `node` user.
 FROM node:26-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -20,4 +22,5 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:3000/api/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "src/server.ts"]
+# The preload starts tracing only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md, Tracing).
+CMD ["node", "--import", "./src/telemetry/preload.ts", "src/server.ts"]

@@ -11,6 +11,7 @@ import type { PasswordHasher } from './auth/password.ts';
 import type { TokenService } from './auth/tokens.ts';
 import { SessionCache } from './auth/session-cache.ts';
 import type { Config } from './config.ts';
+import type { Principal } from './shared/principal.ts';
 import type { Database } from './db/database.ts';
 import { cannedResponseHandlers } from './canned-responses/canned-response.handlers.ts';
 import { CannedResponseService } from './canned-responses/canned-response.service.ts';
@@ -24,15 +25,17 @@ import { defaultFileDeps, FileService } from './files/file.service.ts';
 import type { FileStorage } from './files/storage.ts';
 import { DepartmentService } from './departments/department.service.ts';
 import { healthHandlers } from './health/health.handlers.ts';
-import { accessMiddleware, type AccessDeps } from './http/access.ts';
+import { accessMiddleware, type AccessDeps, TENANT_ID } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { undeclaredBody } from './http/undeclared-body.ts';
+import { metricsEndpoint, operationOf, requestMetrics } from './http/metrics.ts';
 import { errorHandler, notFoundHandler } from './http/problem.ts';
 import { type RateLimitStoreFactory, rateLimiters } from './http/rate-limit.ts';
 import type { Mailer } from './mail/mailer.ts';
+import { Metrics } from './metrics/metrics.ts';
 import { EventBus } from './events/bus.ts';
 import { EventService } from './events/event.service.ts';
 import { messageHandlers } from './messages/message.handlers.ts';
@@ -61,6 +64,8 @@ export interface AppDeps {
     retention?: Pick<Config['retention'], 'idempotencyKeyMs'>;
     /** Which webhook URLs are accepted; default: any http(s) address (tests). */
     webhooks?: Pick<Config['webhooks'], 'allowPrivate' | 'requireHttps'>;
+    /** Bearer token of GET /api/metrics; unset, the endpoint does not exist. */
+    metricsToken?: string | undefined;
   };
   logger: Logger;
   database: Database;
@@ -78,6 +83,8 @@ export interface AppDeps {
   sessions?: SessionCache;
   /** Where uploads go and the key that signs local download links; undefined: local disk in the temp directory. */
   files?: { storage: FileStorage; signingKey: Buffer | string };
+  /** Where the app's metrics go (the service's one registry); undefined: a registry of its own. */
+  metrics?: Metrics;
 }
 
 export interface AppOptions {
@@ -107,6 +114,7 @@ export function createServices(deps: AppDeps) {
     team: new TeamService({ database, presence }),
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
+    metrics: deps.metrics ?? new Metrics(),
     widgets: new WidgetService(database),
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()) }),
@@ -151,11 +159,18 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
   };
 
+  services.metrics.observeBus(services.bus);
+  services.metrics.observePool(() => deps.database.poolStats());
+
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.trustProxy);
   app.use(requestLogger(deps.logger));
+  app.use(requestMetrics(services.metrics));
   if (deps.config.requireHttps) app.use(requireHttps());
+  // Outside the contract, which is the tenants' API: an operator's endpoint with its own credential.
+  const metricsToken = deps.config.metricsToken;
+  if (metricsToken) app.get(`${contract.basePath}/metrics`, metricsEndpoint(services.metrics, metricsToken));
   app.use(contract.basePath, contractDocsRouter(contract));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
@@ -181,9 +196,28 @@ function requestLogger(logger: Logger): RequestHandler {
       return id;
     },
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    // The answer's line says what was asked, by whom, and why it was refused (docs/operations.md, Logs).
+    customSuccessObject: (req, res, fields) => ({ ...fields, ...outcome(req as express.Request, res as express.Response) }),
+    customErrorObject: (req, res, _err, fields) => ({ ...fields, ...outcome(req as express.Request, res as express.Response) }),
+    customAttributeKeys: { responseTime: 'duration_ms' },
     // Credentials never reach the logs.
     redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
   }) as RequestHandler;
+}
+
+function outcome(req: express.Request, res: express.Response) {
+  const principal = res.locals.principal as Principal | undefined;
+  // Refused before authentication: the tenant the caller named, if it looks like one.
+  const named = req.get('x-tenant-id');
+  return {
+    operation: operationOf(req, res.statusCode),
+    status: res.statusCode,
+    code: res.locals.problemCode as string | undefined,
+    tenant_id: principal?.tenantId ?? (named && TENANT_ID.test(named) ? named : undefined),
+    user_id: principal?.kind === 'user' ? principal.userId : undefined,
+    key_id: principal?.kind === 'api_key' ? principal.keyId : undefined,
+    visitor_id: principal?.kind === 'visitor' ? principal.visitorId : undefined,
+  };
 }
 
 // express-openapi-validator's chain, with our access middleware (and the rate limits, which need to

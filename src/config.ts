@@ -103,6 +103,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       WEBHOOK_RETRY_SCHEDULE: durationList({ default: [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000], desc: 'delays before each retry; after the last, failed' }),
       WEBHOOK_CONCURRENCY: positiveInt(1, 1000)({ default: 16, desc: 'delivery attempts in flight per instance' }),
       WEBHOOK_POLL_MS: positiveInt(50, 600_000)({ default: 1000, desc: 'how often an instance looks for due deliveries and unread events' }),
+      METRICS_TOKEN: str({ default: '', desc: 'bearer token of GET /api/metrics; unset, the endpoint is off' }),
+      OTEL_EXPORTER_OTLP_ENDPOINT: url({ default: undefined, desc: 'OTLP/HTTP collector; set, requests are traced' }),
     },
     {
       reporter: ({ errors }) => {
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   );
   const problems: Record<string, string> = {};
   if (e.NODE_ENV === 'production' && e.JWT_SECRET.length < 32) problems.JWT_SECRET = 'required in production, at least 32 characters';
+  if (e.METRICS_TOKEN && e.METRICS_TOKEN.length < 16) problems.METRICS_TOKEN = 'at least 16 characters';
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems[e.TLS_CERT_FILE ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'] = 'TLS needs both TLS_CERT_FILE and TLS_KEY_FILE';
   if (e.STORAGE_URL) {
     const url = new URL(e.STORAGE_URL);
@@ -155,6 +158,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     storageUrl: e.STORAGE_URL,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     requireHttps: e.REQUIRE_HTTPS ?? e.NODE_ENV === 'production',
+    metricsToken: e.METRICS_TOKEN || undefined,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
     retention: {
       intervalMs: e.RETENTION_INTERVAL_MINUTES * MINUTE,

@@ -23,6 +23,7 @@ import { fileSigningKey } from './files/file.service.ts';
 import { storageFromConfig } from './files/storage.ts';
 import { redisStoreFactory } from './http/rate-limit.ts';
 import { createMailer } from './mail/mailer.ts';
+import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 
@@ -58,6 +59,7 @@ export async function startService(config: Config): Promise<RunningService> {
   // With Redis, every instance shares presence, tickets, rate limits and event notifications.
   const redisClient = redis as import('redis').RedisClientType | undefined;
   const bus = new EventBus();
+  const metrics = new Metrics({ processMetrics: true });
   const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
   const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
   const fanout = redisClient
@@ -80,6 +82,7 @@ export async function startService(config: Config): Promise<RunningService> {
     sessions,
     // Every instance derives the same key, so a link signed by one is served by any.
     files: { storage, signingKey: fileSigningKey(jwtSecret) },
+    metrics,
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
 
@@ -104,8 +107,19 @@ export async function startService(config: Config): Promise<RunningService> {
     logger,
     // Resume answers past_retention for an event older than the retention job keeps.
     options: { retentionMs: config.retention.eventMs },
+    onDelivered: (createdAt, frames) => metrics.delivered(createdAt, frames),
   });
+  // Tracing is imported only when asked for: without an endpoint it costs nothing.
+  const tracing = config.otlpEndpoint ? await import('./telemetry/tracing.ts') : undefined;
+  if (tracing && config.otlpEndpoint) {
+    if (!tracing.tracingStarted()) {
+      logger.warn('OTEL_EXPORTER_OTLP_ENDPOINT is set but the service was not started through src/telemetry/preload.ts: database spans are missing');
+      tracing.startTracing(config.otlpEndpoint);
+    }
+    tracing.traceUpgrades(server);
+  }
   gateway.attach(server);
+  metrics.observeSockets(() => gateway.connectionsByAudience());
   // Periodic work, each job run by one instance at a time; later jobs (webhook retries, ...) join here.
   const scheduler = new Scheduler({
     database,
@@ -143,6 +157,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await mailer.close();
       if (redis) await redis.quit();
       await database.close();
+      await tracing?.stopTracing();
       logger.info('stopped');
     })());
   return { server, gateway, scheduler, webhooks, url, stop };

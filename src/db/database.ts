@@ -28,6 +28,8 @@ export interface Database {
   /** Runs fn in a transaction as the system role, for deliberate cross-tenant work (login by e-mail, ...). */
   asSystem<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
+  /** Connections in use and idle, and callers waiting for one, now (metrics). */
+  poolStats(): { inUse: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -59,7 +61,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       connectionTimeoutMillis: 10_000,
     });
     survivePoolErrors(pool, options.onConnectionError ?? (() => undefined));
-    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }));
+    const stats = () => ({ inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
+    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), stats);
   }
   let dataDir: string | undefined;
   if (url === 'pglite://memory') {
@@ -73,7 +76,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const lock = dataDir ? await lockDataDir(dataDir) : undefined;
   try {
     const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
-    const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool: new PGlitePool(pglite) }), ...logOption(options) }));
+    const pool = new PGlitePool(pglite);
+    const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
     // Kysely ends its pool only if it ever connected: PGlite is closed here too, so a database opened
     // and closed unused does not stay open under its data directory (and its lock).
     const close = () => database.close().then(() => (pglite.closed ? undefined : pglite.close()));
@@ -102,7 +106,7 @@ const logOption = (options: DatabaseOptions) =>
       }
     : {};
 
-function wrap(kind: Database['kind'], db: Kysely<DB>): Database {
+function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats']): Database {
   const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) =>
     db.transaction().execute(async (trx) => {
       // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
@@ -124,6 +128,7 @@ function wrap(kind: Database['kind'], db: Kysely<DB>): Database {
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    poolStats,
     close: () => db.destroy(),
   };
 }

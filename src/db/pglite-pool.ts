@@ -13,6 +13,11 @@ export class PGlitePool implements PostgresPool {
     this.#db = db;
   }
 
+  /** One connection: in use or idle, and how many wait for it. */
+  get stats(): { inUse: number; idle: number; waiting: number } {
+    return { inUse: this.#busy ? 1 : 0, idle: this.#busy ? 0 : 1, waiting: this.#waiting.length };
+  }
+
   async connect(): Promise<PostgresPoolClient> {
     if (this.#busy) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#busy = true;

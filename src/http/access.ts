@@ -25,7 +25,7 @@ interface AccessRule {
   seat?: Seat;
 }
 
-const TENANT_ID = /^tn_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const TENANT_ID = /^tn_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 // Authenticates the caller and enforces what the operation's `security` and `x-access` declare.
 // It runs where express-openapi-validator would check security: after the route is matched

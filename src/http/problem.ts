@@ -161,6 +161,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     const body = problemBody(error, requestId, req);
+    // The request log line names the refusal (src/app.ts, requestLogger).
+    res.locals.problemCode = body.code;
     for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
     if (body.status === 401 && !res.hasHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', 'Bearer');
     res.status(body.status).type('application/problem+json').send(JSON.stringify(body));

@@ -11,7 +11,7 @@ import { authenticateUpgrade, type CredentialDeps, refuseUpgrade, type UpgradeId
 import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
 import type { PresenceTracker } from './presence-tracker.ts';
-import { TenantStream, type StreamContext } from './tenant-stream.ts';
+import { type DeliveryHook, TenantStream, type StreamContext } from './tenant-stream.ts';
 import { armExpiry, heartbeat, markVisitorsSeen, recheckMembers, type UpkeepContext } from './upkeep.ts';
 import type { SessionChange } from '../auth/session-cache.ts';
 
@@ -42,6 +42,8 @@ export interface GatewayDeps extends CredentialDeps {
   /** Ended logins and changed memberships, from any instance: their sockets are checked at once. */
   sessionChanges?: { onChange(listener: (change: SessionChange) => void): void };
   options?: Partial<GatewayOptions>;
+  /** Hears each event's live frames as they are sent (metrics). */
+  onDelivered?: DeliveryHook;
 }
 
 /**
@@ -71,6 +73,7 @@ export class RealtimeGateway {
       maxBufferedBytes: options.maxBufferedBytes,
       retentionMs: options.retentionMs,
       logError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'event stream failed; retrying'),
+      ...(deps.onDelivered ? { onDelivered: deps.onDelivered } : {}),
     };
     this.#live = { database, fanout, presence, maxBufferedBytes: options.maxBufferedBytes };
     this.#upkeep = { database, presence, findSession: deps.findSession, logger };
@@ -114,6 +117,13 @@ export class RealtimeGateway {
 
   get connectionCount(): number {
     return this.#connections.size;
+  }
+
+  /** Open connections by audience (metrics). */
+  connectionsByAudience(): Record<Connection['audience']['kind'], number> {
+    const counts = { member: 0, integration: 0, visitor: 0 };
+    for (const conn of this.#connections) counts[conn.audience.kind]++;
+    return counts;
   }
 
   async close(): Promise<void> {

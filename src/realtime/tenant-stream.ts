@@ -13,7 +13,11 @@ export interface StreamContext {
   maxBufferedBytes: number;
   retentionMs: number;
   logError(err: unknown, tenantId: string): void;
+  /** Hears each event's live frames as they are sent (metrics). */
+  onDelivered?: DeliveryHook;
 }
+
+export type DeliveryHook = (createdAt: Date, frames: Partial<Record<Connection['audience']['kind'], number>>) => void;
 
 const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: FeedPosition): Promise<FeedPage> =>
   ctx.database.withTenant(tenantId, (trx) => readFeed(trx, { tenantId, after, ...(upTo ? { upTo } : {}), limit: BATCH }));
@@ -22,10 +26,14 @@ const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: 
 function deliver(ctx: StreamContext, connections: Iterable<Connection>, rows: FeedRow[]): void {
   for (const row of rows) {
     const views = new Map<string, string | null>();
+    const frames: Partial<Record<Connection['audience']['kind'], number>> = {};
     for (const conn of connections) {
       const frame = frameFor(conn, row, views);
-      if (frame) deliverOrBuffer(conn, frame, ctx.maxBufferedBytes);
+      if (!frame) continue;
+      deliverOrBuffer(conn, frame, ctx.maxBufferedBytes);
+      frames[conn.audience.kind] = (frames[conn.audience.kind] ?? 0) + 1;
     }
+    ctx.onDelivered?.(row.created_at, frames);
   }
 }
 
