@@ -3,9 +3,12 @@ import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import type Stripe from 'stripe';
 import { apiKeyHandlers } from './api-keys/api-key.handlers.ts';
 import { ApiKeyService } from './api-keys/api-key.service.ts';
 import { authHandlers } from './auth/auth.handlers.ts';
+import { billingHandlers, keepRawBody } from './billing/billing.handlers.ts';
+import { BillingService } from './billing/billing.service.ts';
 import { AuthService } from './auth/auth.service.ts';
 import type { PasswordHasher } from './auth/password.ts';
 import type { TokenService } from './auth/tokens.ts';
@@ -52,6 +55,8 @@ export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 export interface AppDeps {
   config: Pick<Config, 'validateResponses' | 'appUrl' | 'rateLimits' | 'trustProxy' | 'requireHttps'> & {
     retention?: Pick<Config['retention'], 'idempotencyKeyMs'>;
+    /** Unset: no payment provider (the self-hosted plan). */
+    billing?: Config['billing'];
   };
   logger: Logger;
   database: Database;
@@ -65,6 +70,8 @@ export interface AppDeps {
   presence?: PresenceStore;
   /** Tickets for browsers' WebSocket connections (Redis-backed with several instances). */
   tickets?: TicketStore;
+  /** A Stripe client to use instead of one made from the secret key (tests point it at a local server). */
+  stripe?: Stripe;
 }
 
 export interface AppOptions {
@@ -78,13 +85,15 @@ export function createServices(deps: AppDeps) {
   const appUrl = deps.config.appUrl;
   const bus = deps.bus ?? new EventBus();
   const presence = deps.presence ?? everyoneOffline;
+  const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
   return {
     bus,
+    billing,
     auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger }),
-    tenants: new TenantService({ database, mailer, appUrl, logger, bus }),
+    tenants: new TenantService({ database, mailer, appUrl, logger, bus, limits: billing }),
     departments: new DepartmentService(database),
     apiKeys: new ApiKeyService(database),
-    conversations: new ConversationService({ database, bus, presence }),
+    conversations: new ConversationService({ database, bus, presence, limits: billing }),
     messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
@@ -93,7 +102,7 @@ export function createServices(deps: AppDeps) {
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
     widgets: new WidgetService(database),
-    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens }),
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing }),
   };
 }
 
@@ -123,6 +132,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...widgetHandlers(services.widgets),
     ...widgetPublicHandlers(services.widgetPublic),
     ...ticketHandlers(services.tickets),
+    ...billingHandlers(services.billing),
     ...options.handlers,
   };
   const access: AccessDeps = {
@@ -139,6 +149,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   if (deps.config.requireHttps) app.use(requireHttps());
   app.use(contract.basePath, contractDocsRouter(contract));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
+  // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
+  app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
   app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters, inputGuard(contract)]));

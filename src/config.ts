@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { bool, cleanEnv, makeValidator, num, str, url } from 'envalid';
+import { parsePlans } from './billing/plans.ts';
 
 // Every variable the service reads. Validation reports all bad variables at once, not the first.
 const postgresOrPgliteUrl = makeValidator<string>((value) => {
@@ -68,6 +69,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MAIL_TOKEN_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'used or expired mail tokens are deleted this long after' }),
       PAGE_VIEW_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'page views are deleted this long after' }),
       EVENT_RETENTION_DAYS: positiveInt(1, 3650)({ default: 7, desc: 'events are deleted this long after' }),
+      STRIPE_SECRET_KEY: str({ default: '', desc: 'Stripe secret key; unset: every tenant is on the self-hosted plan' }),
+      STRIPE_WEBHOOK_SECRET: str({ default: '', desc: 'signing secret of the Stripe webhook endpoint (whsec_...)' }),
+      BILLING_PLANS: str({ default: '', desc: 'JSON: plans by id, merged over the defaults (README, Billing)' }),
     },
     {
       reporter: ({ errors }) => {
@@ -82,6 +86,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   const problems: Record<string, string> = {};
   if (e.NODE_ENV === 'production' && e.JWT_SECRET.length < 32) problems.JWT_SECRET = 'required in production, at least 32 characters';
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems[e.TLS_CERT_FILE ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'] = 'TLS needs both TLS_CERT_FILE and TLS_KEY_FILE';
+  let plans: ReturnType<typeof parsePlans> = [];
+  try {
+    plans = parsePlans(e.BILLING_PLANS || undefined);
+  } catch (err) {
+    problems.BILLING_PLANS = (err as Error).message;
+  }
+  if (e.STRIPE_SECRET_KEY && !e.STRIPE_WEBHOOK_SECRET) problems.STRIPE_WEBHOOK_SECRET = 'required with STRIPE_SECRET_KEY (the webhook keeps subscriptions in step)';
   if (Object.keys(problems).length > 0) throw new ConfigError(problems);
   return {
     env: e.NODE_ENV,
@@ -119,6 +130,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       mailTokenMs: e.MAIL_TOKEN_RETENTION_HOURS * HOUR,
       pageViewMs: e.PAGE_VIEW_RETENTION_DAYS * DAY,
       eventMs: e.EVENT_RETENTION_DAYS * DAY,
+    },
+    billing: {
+      stripe: e.STRIPE_SECRET_KEY ? { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET } : undefined,
+      plans,
     },
   };
 }
