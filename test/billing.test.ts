@@ -6,6 +6,7 @@ import Stripe from 'stripe';
 import request from 'supertest';
 import { BillingService } from '../src/billing/billing.service.ts';
 import { parsePlans } from '../src/billing/plans.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { addMember, createTenant, createVisitor, type TestTenant, uniqueEmail } from './support/factories.ts';
 import { getHarness, TEST_CONFIG } from './support/harness.ts';
@@ -469,6 +470,36 @@ describe('billing', () => {
       expect((refused as AppError).detail).to.match(/^Plan limit reached: storage/);
       const selfHosted = new BillingService({ database, logger: deps.logger, appUrl: 'http://app.test', config: { stripe: undefined, plans: PLANS } });
       await database.withTenant(t.tenantId, (trx) => selfHosted.assertStorageAvailable(trx, t.tenantId, Number.MAX_SAFE_INTEGER));
+    });
+  });
+
+  describe('configuration', () => {
+    it('self-hosted by default with the default plans; BILLING_PLANS merges over them; bad plans and a key without its webhook secret are named', () => {
+      const bare = loadConfig({});
+      expect(bare.billing.stripe).to.equal(undefined);
+      expect(bare.billing.plans.map((p) => p.id)).to.deep.equal(['free', 'starter', 'pro', 'business']);
+      const custom = loadConfig({
+        STRIPE_SECRET_KEY: 'sk_live_x',
+        STRIPE_WEBHOOK_SECRET: 'whsec_x',
+        BILLING_PLANS: JSON.stringify({ pro: { stripe_price_id: 'price_9', seats: 50 }, business: false, team: { name: 'Team', seats: 8 } }),
+      });
+      expect(custom.billing.stripe).to.deep.equal({ secretKey: 'sk_live_x', webhookSecret: 'whsec_x' });
+      expect(custom.billing.plans.find((p) => p.id === 'pro')).to.deep.equal({ id: 'pro', name: 'Pro', stripePriceId: 'price_9', seats: 50, conversationsPerPeriod: 10_000, storageBytes: 50 * 1024 ** 3 });
+      expect(custom.billing.plans.map((p) => p.id)).to.deep.equal(['free', 'starter', 'pro', 'team']);
+      const problemsOf = (env: Record<string, string>) => {
+        try {
+          loadConfig(env);
+        } catch (e) {
+          if (e instanceof ConfigError) return e.problems;
+          throw e;
+        }
+        return {};
+      };
+      expect(problemsOf({ STRIPE_SECRET_KEY: 'sk_x' })).to.have.keys('STRIPE_WEBHOOK_SECRET');
+      expect(problemsOf({ BILLING_PLANS: 'not json' })).to.deep.equal({ BILLING_PLANS: 'must be a JSON object of plans by id' });
+      expect(problemsOf({ BILLING_PLANS: '{"pro":{"seats":-1}}' }).BILLING_PLANS).to.contain('seats');
+      expect(problemsOf({ BILLING_PLANS: '{"pro":{"price":"p"}}' }).BILLING_PLANS).to.contain('unknown price');
+      expect(problemsOf({ BILLING_PLANS: '{"free":false}' }).BILLING_PLANS).to.contain('free plan cannot be removed');
     });
   });
 });
