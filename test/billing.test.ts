@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +17,8 @@ const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const WEBHOOK_SECRET = 'whsec_test_0123456789abcdef';
 const SITE = 'https://shop.billing.example';
 const DAY_S = 86_400;
+/** The suite's "now" in Stripe's seconds: subscription periods are around it. */
+const NOW_S = Math.floor(Date.now() / 1000);
 
 // Small limits so the tests reach them: free 2 seats and 2 conversations; starter 3 and 3; pro 10 seats, unlimited conversations.
 const PLANS = parsePlans(
@@ -66,7 +69,8 @@ class FakeStripe {
   }
 
   #answer(method: string, path: string, form: Record<string, string>): unknown {
-    const n = ++this.#seq;
+    // Unique across runs too, like Stripe's: a PostgreSQL test database keeps earlier runs' customers.
+    const n = `${++this.#seq}${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     if (method === 'POST' && path === '/v1/customers') {
       return { id: `cus_test${n}`, object: 'customer', metadata: { tenant_id: form['metadata[tenant_id]'] } };
     }
@@ -122,9 +126,9 @@ describe('billing', () => {
     customer: string,
     o: { type?: string; id?: string; created: number; status?: string; price?: string; quantity?: number; cancelAtPeriodEnd?: boolean; subscription?: string },
   ) {
-    const now = Math.floor(Date.now() / 1000);
+    const now = NOW_S;
     return {
-      id: o.id ?? `evt_sub_${++eventSeq}_${Date.now()}`,
+      id: o.id ?? `evt_sub_${++eventSeq}_${randomUUID()}`,
       object: 'event',
       type: o.type ?? 'customer.subscription.updated',
       created: o.created,
@@ -147,7 +151,7 @@ describe('billing', () => {
 
   function invoiceEvent(customer: string, o: { type: string; created: number; id: string; status: string; amount?: number; number?: string }) {
     return {
-      id: `evt_inv_${++eventSeq}_${Date.now()}`,
+      id: `evt_inv_${++eventSeq}_${randomUUID()}`,
       object: 'event',
       type: o.type,
       created: o.created,
@@ -418,7 +422,7 @@ describe('billing', () => {
       expect(await usageOf(t)).to.include({ seats_used: 2, seats_limit: 2 });
 
       const customer = await customerOf(t);
-      const T = Math.floor(Date.now() / 1000);
+      const T = NOW_S;
       await deliver(subscriptionEvent(customer, { type: 'customer.subscription.created', created: T, price: 'price_pro', quantity: 4 })).expect(200);
       await add('full').expect(201);
       await request(app).patch(`/api/v1/tenants/${t.tenantId}/members/${lite.user_id}`).set(auth).send({ seat: 'full' }).expect(200);
@@ -442,7 +446,7 @@ describe('billing', () => {
       await request(app).post(`/api/v1/widget/conversations/${started.body.id}/messages`).set(visitor).send({ content: 'Still here' }).expect(201);
 
       const customer = await customerOf(t);
-      const T = Math.floor(Date.now() / 1000);
+      const T = NOW_S;
       await deliver(subscriptionEvent(customer, { type: 'customer.subscription.created', created: T, price: 'price_pro', quantity: 3 })).expect(200);
       await request(app).post('/api/v1/widget/conversations').set(visitor).send({ content: 'Are you there?' }).expect(201);
       await deliver(subscriptionEvent(customer, { created: T + 1, status: 'past_due', price: 'price_pro', quantity: 3 })).expect(200);
