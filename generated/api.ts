@@ -276,6 +276,141 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/billing/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a subscription in a Stripe Checkout session
+         * @description Creates a subscription-mode Checkout session for the tenant's Stripe customer (created on first use,
+         *     then reused) with the plan's price and `seats` as its quantity (default: the full seats in use, at
+         *     least 1), and answers its URL. The subscription takes effect when Stripe reports it (webhook).
+         *     409 `ERR_BILLING_NOT_CONFIGURED` without a payment provider, or when the plan has no Stripe price;
+         *     409 `ERR_CONFLICT` when the tenant already has a live subscription (change it in the portal).
+         */
+        post: operations["createBillingCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's invoices, newest first
+         * @description Mirrored from Stripe by the webhook; never calls Stripe. Empty without a payment provider.
+         */
+        get: operations["listBillingInvoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open the Stripe customer portal (plan, seats, payment method, invoices, cancellation)
+         * @description 409 `ERR_BILLING_NOT_CONFIGURED` without a payment provider.
+         */
+        post: operations["createBillingPortal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's plan, subscription status, seats and limits
+         * @description Read from the tenant's mirror of its Stripe subscription (kept by the webhook); never calls Stripe.
+         *     Without a payment provider (`STRIPE_SECRET_KEY` unset) every tenant is on the `self_hosted` plan,
+         *     `active`, with no limits (`null`). With one, a tenant without a live subscription is on the `free`
+         *     plan; `status` is then the last subscription's (`canceled`, `unpaid`, ...) or `none`. `past_due` keeps
+         *     the plan's limits while the provider retries the payment.
+         */
+        get: operations["getBillingSubscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage in the current period, beside the plan's limits
+         * @description The period is the subscription's current billing period, or the calendar month (UTC) without one.
+         *     `seats_used` counts full seats, active and invited (an invited member takes the seat on accepting).
+         *     Limits are `null` when unlimited.
+         */
+        get: operations["getBillingUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe's events (called by Stripe)
+         * @description Public; the body must carry a valid `Stripe-Signature` for `STRIPE_WEBHOOK_SECRET` over its exact
+         *     bytes (400 otherwise). Each event is applied once: a redelivered event answers 200 with
+         *     `duplicate: true` and changes nothing. An event older (`created`) than the state it would change is
+         *     recorded and ignored, so out-of-order deliveries end in the newest state. Handled: `customer.subscription.*`
+         *     and `invoice.*`; other types are acknowledged and ignored. 409 `ERR_BILLING_NOT_CONFIGURED` without
+         *     a payment provider.
+         */
+        post: operations["receiveBillingWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/canned-responses": {
         parameters: {
             query?: never;
@@ -1438,6 +1573,34 @@ export interface components {
             name: string;
             size: number;
         };
+        BillingSubscription: {
+            cancel_at_period_end: boolean;
+            current_period_end: components["schemas"]["NullableTimestamp"];
+            limits: components["schemas"]["PlanLimits"];
+            plan: components["schemas"]["PlanId"];
+            plan_name: string;
+            /**
+             * @description `none`: no payment provider is configured (self-hosted)
+             * @enum {string}
+             */
+            provider: "stripe" | "none";
+            /** @description Seats paid for (the subscription's quantity), or the plan's seat limit without a subscription; null is unlimited */
+            seats: number | null;
+            status: components["schemas"]["SubscriptionStatus"];
+        };
+        BillingUsage: {
+            /** @description Conversations started in the period */
+            conversations: number;
+            conversations_limit: number | null;
+            /** @description Messages (notes included) written in the period */
+            messages: number;
+            period_end: components["schemas"]["Timestamp"];
+            period_start: components["schemas"]["Timestamp"];
+            seats_limit: number | null;
+            seats_used: number;
+            storage_bytes: number;
+            storage_limit_bytes: number | null;
+        };
         /** @enum {string} */
         BotState: "active" | "handed_off" | "off";
         CannedResponse: {
@@ -1467,6 +1630,19 @@ export interface components {
             content?: string;
             shortcut?: components["schemas"]["Shortcut"];
             title?: string;
+        };
+        CheckoutCreate: {
+            /** Format: uri */
+            cancel_url: string;
+            plan: components["schemas"]["PlanId"];
+            /** @description Seats to buy; default the full seats in use (at least 1). At most the plan's seat limit, at least the seats in use */
+            seats?: number;
+            /** Format: uri */
+            success_url: string;
+        };
+        CheckoutSession: {
+            id: string;
+            url: string;
         };
         Contact: {
             company: string | null;
@@ -1812,6 +1988,26 @@ export interface components {
         IdentitySecret: {
             identity_secret: string;
         };
+        Invoice: {
+            /** @description Amount due, in the currency's smallest unit (cents) */
+            amount: number;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description ISO 4217, lower case */
+            currency: string;
+            hosted_invoice_url: string | null;
+            /** @description Stripe's invoice id */
+            id: string;
+            number: string | null;
+            pdf_url: string | null;
+            period_end: components["schemas"]["NullableTimestamp"];
+            period_start: components["schemas"]["NullableTimestamp"];
+            /** @enum {string} */
+            status: "draft" | "open" | "paid" | "uncollectible" | "void";
+        };
+        InvoiceList: {
+            data: components["schemas"]["Invoice"][];
+            pagination: components["schemas"]["Pagination"];
+        };
         LoginRequest: {
             email: components["schemas"]["Email"];
             password: string;
@@ -1945,6 +2141,29 @@ export interface components {
         };
         /** @description 10 to 128 characters */
         Password: string;
+        /**
+         * @description A plan of this installation's configuration (`BILLING_PLANS`), or `self_hosted` / `free`
+         * @example pro
+         */
+        PlanId: string;
+        PlanLimits: {
+            /** @description New conversations a billing period (a calendar month without a subscription); null is unlimited */
+            conversations_per_period: number | null;
+            /** @description Full seats allowed; null is unlimited */
+            seats: number | null;
+            /** @description File storage; null is unlimited */
+            storage_bytes: number | null;
+        };
+        PortalCreate: {
+            /**
+             * Format: uri
+             * @description Where the portal's back link goes; default the web app (`APP_URL`)
+             */
+            return_url?: string;
+        };
+        PortalSession: {
+            url: string;
+        };
         /** @enum {string} */
         Presence: "online" | "away" | "offline";
         PresenceUpdatedData: {
@@ -2040,6 +2259,26 @@ export interface components {
          *     WebSocket clients type their frames with it.
          */
         SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
+        /** @description A Stripe event, as Stripe sends it (only the fields read here are named) */
+        StripeEvent: {
+            created: number;
+            data: {
+                object: {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+            id: string;
+            type: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Stripe's subscription status; `none` when the tenant never subscribed
+         * @enum {string}
+         */
+        SubscriptionStatus: "none" | "incomplete" | "incomplete_expired" | "trialing" | "active" | "past_due" | "canceled" | "unpaid" | "paused";
         SurveyAnswer: {
             answered_at: components["schemas"]["Timestamp"];
             comment: string | null;
@@ -2308,6 +2547,12 @@ export interface components {
             data: components["schemas"]["Webhook"][];
             pagination: components["schemas"]["Pagination"];
         };
+        WebhookReceipt: {
+            /** @description The event had been applied before; nothing changed */
+            duplicate: boolean;
+            /** @constant */
+            received: true;
+        };
         WebhookSecret: {
             previous_secret_expires_at: components["schemas"]["Timestamp"];
             secret: string;
@@ -2475,6 +2720,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No payment provider is configured, or the plan has no price (ERR_BILLING_NOT_CONFIGURED); the tenant already has a live subscription (ERR_CONFLICT) */
+        BillingConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_BILLING_NOT_CONFIGURED",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "code": "ERR_BILLING_NOT_CONFIGURED",
+                 *       "detail": "Billing is not configured on this installation (self-hosted plan)",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A unique value is taken (ERR_CONFLICT); `detail` says which */
         Conflict: {
             headers: {
@@ -2632,6 +2897,26 @@ export interface components {
                  *       "status": 413,
                  *       "code": "ERR_PAYLOAD_TOO_LARGE",
                  *       "detail": "The request body is larger than 1048576 bytes",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The plan's limit is reached (ERR_PLAN_LIMIT); `detail` names the limit (seats, conversations, storage). Upgrade the plan or add seats */
+        PaymentRequired: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_PLAN_LIMIT",
+                 *       "title": "Payment Required",
+                 *       "status": 402,
+                 *       "code": "ERR_PLAN_LIMIT",
+                 *       "detail": "Plan limit reached: seats (5 of 5 full seats in use on the Starter plan)",
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
@@ -3428,6 +3713,286 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createBillingCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "plan": "pro",
+                 *       "seats": 10,
+                 *       "success_url": "https://app.example.com/billing?checkout=done",
+                 *       "cancel_url": "https://app.example.com/billing"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CheckoutCreate"];
+            };
+        };
+        responses: {
+            /** @description The Checkout session to send the browser to */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cs_test_a1b2c3d4e5f6",
+                     *       "url": "https://checkout.stripe.com/c/pay/cs_test_a1b2c3d4e5f6"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheckoutSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["BillingConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listBillingInvoices: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invoices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "in_1QxYzA2eZvKYlo2C0a1b2c3d",
+                     *           "number": "4F2A1B3C-0001",
+                     *           "status": "paid",
+                     *           "amount": 4900,
+                     *           "currency": "eur",
+                     *           "period_start": "2026-11-21T10:00:00.000Z",
+                     *           "period_end": "2026-12-21T10:00:00.000Z",
+                     *           "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_abc",
+                     *           "pdf_url": "https://pay.stripe.com/invoice/acct_1/test_abc/pdf",
+                     *           "created_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvoiceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createBillingPortal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "return_url": "https://app.example.com/billing"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PortalCreate"];
+            };
+        };
+        responses: {
+            /** @description The portal session to send the browser to */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "url": "https://billing.stripe.com/p/session/test_a1b2c3"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["BillingConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBillingSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "plan": "pro",
+                     *       "plan_name": "Pro",
+                     *       "provider": "stripe",
+                     *       "status": "active",
+                     *       "seats": 10,
+                     *       "current_period_end": "2026-12-21T10:00:00.000Z",
+                     *       "cancel_at_period_end": false,
+                     *       "limits": {
+                     *         "seats": 10,
+                     *         "conversations_per_period": 10000,
+                     *         "storage_bytes": 53687091200
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BillingSubscription"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBillingUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "period_start": "2026-11-21T10:00:00.000Z",
+                     *       "period_end": "2026-12-21T10:00:00.000Z",
+                     *       "seats_used": 4,
+                     *       "seats_limit": 10,
+                     *       "conversations": 1250,
+                     *       "conversations_limit": 10000,
+                     *       "messages": 9120,
+                     *       "storage_bytes": 104857600,
+                     *       "storage_limit_bytes": 53687091200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BillingUsage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    receiveBillingWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Stripe's signature header (`t=...,v1=...`) */
+                "Stripe-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_1QxYzA2eZvKYlo2CabcdEF12",
+                 *       "object": "event",
+                 *       "type": "customer.subscription.updated",
+                 *       "created": 1795300000,
+                 *       "data": {
+                 *         "object": {
+                 *           "id": "sub_1QxYzA2eZvKYlo2C",
+                 *           "object": "subscription",
+                 *           "customer": "cus_Q1w2e3r4t5",
+                 *           "status": "active"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["StripeEvent"];
+            };
+        };
+        responses: {
+            /** @description The event was received (applied now, or before) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "duplicate": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookReceipt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["BillingConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listCannedResponses: {
         parameters: {
             query?: {
@@ -4009,6 +4574,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5510,6 +6076,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -5605,6 +6172,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -6256,6 +6824,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6999,6 +7568,8 @@ export interface credentials {
     assignConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     closeConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createApiKey: securitySchemes['bearerAuth'];
+    createBillingCheckout: securitySchemes['bearerAuth'];
+    createBillingPortal: securitySchemes['bearerAuth'];
     createCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7015,6 +7586,8 @@ export interface credentials {
     deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     downloadFile: Record<string, never>;
     forgotPassword: Record<string, never>;
+    getBillingSubscription: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getBillingUsage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7027,6 +7600,7 @@ export interface credentials {
     getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidgetFile: securitySchemes['visitorAuth'];
     listApiKeys: securitySchemes['bearerAuth'];
+    listBillingInvoices: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listCannedResponses: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listContacts: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listConversations: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7045,6 +7619,7 @@ export interface credentials {
     login: Record<string, never>;
     logout: Record<string, never>;
     markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    receiveBillingWebhook: Record<string, never>;
     recordPageView: securitySchemes['visitorAuth'];
     redeliverWebhookDelivery: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     refreshToken: Record<string, never>;

@@ -3,9 +3,12 @@ import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import type Stripe from 'stripe';
 import { apiKeyHandlers } from './api-keys/api-key.handlers.ts';
 import { ApiKeyService } from './api-keys/api-key.service.ts';
 import { authHandlers } from './auth/auth.handlers.ts';
+import { billingHandlers, keepRawBody } from './billing/billing.handlers.ts';
+import { BillingService } from './billing/billing.service.ts';
 import { AuthService } from './auth/auth.service.ts';
 import type { PasswordHasher } from './auth/password.ts';
 import type { TokenService } from './auth/tokens.ts';
@@ -66,6 +69,8 @@ export interface AppDeps {
     webhooks?: Pick<Config['webhooks'], 'allowPrivate' | 'requireHttps'>;
     /** Bearer token of GET /api/metrics; unset, the endpoint does not exist. */
     metricsToken?: string | undefined;
+    /** Unset: no payment provider (the self-hosted plan). */
+    billing?: Config['billing'];
   };
   logger: Logger;
   database: Database;
@@ -85,6 +90,8 @@ export interface AppDeps {
   files?: { storage: FileStorage; signingKey: Buffer | string };
   /** Where the app's metrics go (the service's one registry); undefined: a registry of its own. */
   metrics?: Metrics;
+  /** A Stripe client to use instead of one made from the secret key (tests point it at a local server). */
+  stripe?: Stripe;
 }
 
 export interface AppOptions {
@@ -99,14 +106,16 @@ export function createServices(deps: AppDeps) {
   const bus = deps.bus ?? new EventBus();
   const presence = deps.presence ?? everyoneOffline;
   const sessions = deps.sessions ?? new SessionCache();
+  const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
   return {
     bus,
     sessions,
+    billing,
     auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions }),
-    tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions }),
+    tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions, limits: billing }),
     departments: new DepartmentService(database),
     apiKeys: new ApiKeyService(database),
-    conversations: new ConversationService({ database, bus, presence }),
+    conversations: new ConversationService({ database, bus, presence, limits: billing }),
     messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
@@ -116,8 +125,8 @@ export function createServices(deps: AppDeps) {
     tickets: deps.tickets ?? new MemoryTicketStore(),
     metrics: deps.metrics ?? new Metrics(),
     widgets: new WidgetService(database),
-    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens }),
-    files: new FileService({ database, ...(deps.files ?? defaultFileDeps()) }),
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing }),
+    files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
@@ -150,6 +159,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...fileHandlers(services.files),
     ...ticketHandlers(services.tickets),
     ...webhookHandlers(services.webhooks),
+    ...billingHandlers(services.billing),
     ...options.handlers,
   };
   const access: AccessDeps = {
@@ -173,6 +183,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   if (metricsToken) app.get(`${contract.basePath}/metrics`, metricsEndpoint(services.metrics, metricsToken));
   app.use(contract.basePath, contractDocsRouter(contract));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
+  // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
+  app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
   app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters, inputGuard(contract), undeclaredBody(contract)]));

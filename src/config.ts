@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { bool, cleanEnv, makeValidator, num, str, url } from 'envalid';
+import { parsePlans } from './billing/plans.ts';
 
 // Every variable the service reads. Validation reports all bad variables at once, not the first.
 const postgresOrPgliteUrl = makeValidator<string>((value) => {
@@ -105,6 +106,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       WEBHOOK_POLL_MS: positiveInt(50, 600_000)({ default: 1000, desc: 'how often an instance looks for due deliveries and unread events' }),
       METRICS_TOKEN: str({ default: '', desc: 'bearer token of GET /api/metrics; unset, the endpoint is off' }),
       OTEL_EXPORTER_OTLP_ENDPOINT: url({ default: undefined, desc: 'OTLP/HTTP collector; set, requests are traced' }),
+      STRIPE_SECRET_KEY: str({ default: '', desc: 'Stripe secret key; unset: every tenant is on the self-hosted plan' }),
+      STRIPE_WEBHOOK_SECRET: str({ default: '', desc: 'signing secret of the Stripe webhook endpoint (whsec_...)' }),
+      BILLING_PLANS: str({ default: '', desc: 'JSON: plans by id, merged over the defaults (README, Billing)' }),
     },
     {
       reporter: ({ errors }) => {
@@ -126,6 +130,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       problems.STORAGE_URL = 'needs credentials: s3://KEY:SECRET@bucket?…, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY';
     }
   }
+  let plans: ReturnType<typeof parsePlans> = [];
+  try {
+    plans = parsePlans(e.BILLING_PLANS || undefined);
+  } catch (err) {
+    problems.BILLING_PLANS = (err as Error).message;
+  }
+  if (e.STRIPE_SECRET_KEY && !e.STRIPE_WEBHOOK_SECRET) problems.STRIPE_WEBHOOK_SECRET = 'required with STRIPE_SECRET_KEY (the webhook keeps subscriptions in step)';
   if (Object.keys(problems).length > 0) throw new ConfigError(problems);
   return {
     env: e.NODE_ENV,
@@ -177,6 +188,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       retryDelaysMs: e.WEBHOOK_RETRY_SCHEDULE,
       concurrency: e.WEBHOOK_CONCURRENCY,
       pollMs: e.WEBHOOK_POLL_MS,
+    },
+    billing: {
+      stripe: e.STRIPE_SECRET_KEY ? { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET } : undefined,
+      plans,
     },
   };
 }

@@ -8,6 +8,7 @@
 // for a function that sends no SQL of its own.
 import type * as apiKey from '../../src/api-keys/api-key.repository.ts';
 import type * as auth from '../../src/auth/auth.repository.ts';
+import type * as billing from '../../src/billing/billing.repository.ts';
 import type * as cannedResponse from '../../src/canned-responses/canned-response.repository.ts';
 import type * as contact from '../../src/contacts/contact.repository.ts';
 import type * as conversation from '../../src/conversations/conversation.repository.ts';
@@ -46,6 +47,41 @@ export const samples: Record<string, Record<string, unknown>> = {
     replaceApiKeySecret: ['key', { prefix: 'p', key_hash: BYTES }, NOW],
     findLiveApiKeyByHash: [BYTES],
     touchApiKey: ['key', NOW],
+  }),
+  'billing/billing.repository.ts': of<typeof billing>({
+    lockPlanLimits: ['tn'],
+    findAccount: ['tn'],
+    findAccountByCustomer: ['cus'],
+    lockAccount: ['tn', NOW],
+    setCustomer: ['tn', 'cus', NOW],
+    applySubscription: [
+      'tn',
+      { stripe_subscription_id: 'sub', plan: 'pro', status: 'active', seats: 3, current_period_start: NOW, current_period_end: NOW, cancel_at_period_end: false },
+      NOW,
+      NOW,
+    ],
+    upsertInvoice: [
+      {
+        id: 'in',
+        tenant_id: 'tn',
+        number: 'n',
+        status: 'paid',
+        amount: 4900,
+        currency: 'eur',
+        period_start: NOW,
+        period_end: NOW,
+        hosted_invoice_url: 'u',
+        pdf_url: 'u',
+        created_at: NOW,
+        event_at: NOW,
+      },
+    ],
+    listInvoices: [PAGE],
+    recordStripeEvent: ['evt', 'invoice.paid'],
+    countFullSeats: ['tn'],
+    countConversationsSince: ['tn', NOW],
+    countMessagesSince: ['tn', NOW],
+    storageBytes: { skip: 'answers 0 until the files table lands (TODO(files))' },
   }),
   'auth/auth.repository.ts': of<typeof auth>({
     insertUser: [{ id: 'usr', email: 'e', name: 'n', password_hash: 'h' }],

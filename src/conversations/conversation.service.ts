@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
+import type { PlanLimits } from '../billing/billing.service.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction } from '../events/outbox.ts';
 import type { Principal } from '../shared/principal.ts';
@@ -78,11 +79,13 @@ export class ConversationService {
   readonly #database: Database;
   readonly #bus: EventBus;
   readonly #presence: PresenceStore;
+  readonly #limits: PlanLimits;
 
-  constructor(deps: { database: Database; bus: EventBus; presence: PresenceStore }) {
+  constructor(deps: { database: Database; bus: EventBus; presence: PresenceStore; limits: PlanLimits }) {
     this.#database = deps.database;
     this.#bus = deps.bus;
     this.#presence = deps.presence;
+    this.#limits = deps.limits;
   }
 
   #tx<T>(principal: Principal, fn: (trx: Tx, emit: Emit) => Promise<T>) {
@@ -153,6 +156,7 @@ export class ConversationService {
       if (input.visitor_id && !(await visitorExists(trx, input.visitor_id))) throw notFound('Visitor');
       if (input.contact_id && !(await contactInTransaction(trx, input.contact_id))) throw notFound('Contact');
       if (input.department_id && !(await repo.departmentExists(trx, input.department_id))) throw invalidDepartment();
+      await this.#limits.assertConversationAvailable(trx, principal.tenantId);
       const now = new Date();
       const id = newId('conversation');
       // A member who opens a conversation with a first message is the one handling it.

@@ -75,6 +75,9 @@ export interface DB {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   feed_cursors: FeedCursorsTable;
+  billing_accounts: BillingAccountsTable;
+  billing_invoices: BillingInvoicesTable;
+  stripe_events: StripeEventsTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -373,3 +376,47 @@ export interface FeedCursorsTable {
   position: number;
   updated_at: UpdatedAt;
 }
+
+export type SubscriptionStatus = 'incomplete' | 'incomplete_expired' | 'trialing' | 'active' | 'past_due' | 'canceled' | 'unpaid' | 'paused';
+
+/** A tenant's Stripe customer and the mirror of its subscription (src/billing/). */
+export interface BillingAccountsTable {
+  tenant_id: string;
+  stripe_customer_id: string | null;
+  stripe_subscription_id: string | null;
+  plan: string | null;
+  status: SubscriptionStatus | null;
+  seats: number | null;
+  current_period_start: Date | null;
+  current_period_end: Date | null;
+  cancel_at_period_end: Generated<boolean>;
+  subscription_event_at: Date | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'uncollectible' | 'void';
+
+export interface BillingInvoicesTable {
+  id: string;
+  tenant_id: string;
+  number: string | null;
+  status: InvoiceStatus;
+  amount: number;
+  currency: string;
+  period_start: Date | null;
+  period_end: Date | null;
+  hosted_invoice_url: string | null;
+  pdf_url: string | null;
+  created_at: Date;
+  event_at: Date;
+}
+
+export interface StripeEventsTable {
+  id: string;
+  type: string;
+  received_at: CreatedAt;
+}
+
+export type BillingAccount = Selectable<BillingAccountsTable>;
+export type BillingInvoice = Selectable<BillingInvoicesTable>;

@@ -39,6 +39,8 @@ export interface FileServiceDeps {
   storage: FileStorage;
   /** Signs the service's own download links (local storage). */
   signingKey: Buffer | string;
+  /** The plan's storage limit (billing): a 402 before the upload is recorded. */
+  limits?: { assertStorageAvailable(trx: Tx, tenantId: string, bytes: number): Promise<void> } | undefined;
 }
 
 export const invalidAttachment = (id: string) => new AppError('ERR_INVALID_ATTACHMENT', `The file ${id} is attached in another conversation`);
@@ -141,8 +143,10 @@ export class FileService {
   readonly #database: Database;
   readonly storage: FileStorage;
   readonly #signingKey: Buffer | string;
+  readonly #limits: FileServiceDeps['limits'];
 
   constructor(deps: FileServiceDeps) {
+    this.#limits = deps.limits;
     this.#database = deps.database;
     this.storage = deps.storage;
     this.#signingKey = deps.signingKey;
@@ -184,6 +188,7 @@ export class FileService {
           const conversation = await conversationOf(trx, conversationId);
           if (!conversation || (principal.kind === 'visitor' && conversation.visitor_id !== principal.visitorId)) throw notFound('Conversation');
         }
+        await this.#limits?.assertStorageAvailable(trx, principal.tenantId, measured.size);
         return repo.insertFile(trx, {
           id,
           tenant_id: principal.tenantId,

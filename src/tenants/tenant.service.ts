@@ -3,6 +3,7 @@ import type { components } from '../../generated/api.ts';
 import * as authRepo from '../auth/auth.repository.ts';
 import { newOpaqueToken } from '../auth/tokens.ts';
 import * as conversationRepo from '../conversations/conversation.repository.ts';
+import type { PlanLimits } from '../billing/billing.service.ts';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
@@ -49,11 +50,13 @@ export class TenantService {
   readonly #appUrl: string;
   readonly #logger: Logger;
   readonly #bus: EventBus;
+  readonly #limits: PlanLimits;
 
-  constructor(deps: { database: Database; mailer: Mailer; appUrl: string; logger: Logger; bus: EventBus; sessions?: SessionCache }) {
+  constructor(deps: { database: Database; mailer: Mailer; appUrl: string; logger: Logger; bus: EventBus; sessions?: SessionCache; limits: PlanLimits }) {
     this.#sessions = deps.sessions ?? new SessionCache();
     this.#database = deps.database;
     this.#bus = deps.bus;
+    this.#limits = deps.limits;
     this.#mailer = deps.mailer;
     this.#appUrl = deps.appUrl;
     this.#logger = deps.logger;
@@ -117,8 +120,9 @@ export class TenantService {
         const tenant = await repo.findTenant(trx, tenantId);
         if (!tenant) throw notFound('Tenant');
         const existing = await authRepo.findUserByEmail(trx, input.email);
+        if (existing && (await repo.findMembershipAnyStatus(trx, tenantId, existing.id))) throw conflict('That person is already a member of this tenant');
+        if (seat === 'full') await this.#limits.assertSeatsAvailable(trx, tenantId, 1);
         if (existing) {
-          if (await repo.findMembershipAnyStatus(trx, tenantId, existing.id)) throw conflict('That person is already a member of this tenant');
           await repo.insertMembership(trx, { tenant_id: tenantId, user_id: existing.id, role: input.role, seat, status: 'active' });
           return { tenant, userId: existing.id, email: existing.email, invited: false };
         }
@@ -161,6 +165,7 @@ export class TenantService {
       if (target.role === 'owner' && target.status === 'active' && input.role !== undefined && input.role !== 'owner' && activeOwners <= 1) {
         throw conflict('A tenant keeps at least one owner: make someone else owner first');
       }
+      if (input.seat === 'full' && target.seat !== 'full') await this.#limits.assertSeatsAvailable(trx, tenantId, 1);
       await repo.updateMembership(trx, userId, {
         ...(input.role !== undefined ? { role: input.role } : {}),
         ...(input.seat !== undefined ? { seat: input.seat } : {}),

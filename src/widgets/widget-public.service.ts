@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
 import type { TokenService } from '../auth/tokens.ts';
+import type { PlanLimits } from '../billing/billing.service.ts';
 import { VISITOR_TOKEN_TTL_SECONDS } from '../auth/tokens.ts';
 import * as conversationRepo from '../conversations/conversation.repository.ts';
 import { toConversationDto } from '../conversations/conversation.service.ts';
@@ -45,11 +46,13 @@ export class WidgetPublicService {
   readonly #database: Database;
   readonly #bus: EventBus;
   readonly #tokens: TokenService;
+  readonly #limits: PlanLimits;
 
-  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService }) {
+  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService; limits: PlanLimits }) {
     this.#database = deps.database;
     this.#bus = deps.bus;
     this.#tokens = deps.tokens;
+    this.#limits = deps.limits;
   }
 
   /** For the access middleware: a visitor token, its widget's domains against the Origin, and its identity rule. */
@@ -128,6 +131,9 @@ export class WidgetPublicService {
 
   async startConversation(visitor: VisitorPrincipal, content: string, attachmentIds: string[] = []): Promise<S['WidgetConversation']> {
     return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
+      // Past the plan's conversations the start is refused whole (402, nothing stored) and the widget keeps
+      // the visitor's text and says the team cannot take new chats now (README, Billing).
+      await this.#limits.assertConversationAvailable(trx, visitor.tenantId);
       const now = new Date();
       const id = newId('conversation');
       await conversationRepo.insertConversation(trx, {
