@@ -81,7 +81,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     countFullSeats: ['tn'],
     countConversationsSince: ['tn', NOW],
     countMessagesSince: ['tn', NOW],
-    storageBytes: { skip: 'answers 0 until the files table lands (TODO(files))' },
   }),
   'auth/auth.repository.ts': of<typeof auth>({
     insertUser: [{ id: 'usr', email: 'e', name: 'n', password_hash: 'h' }],

@@ -151,5 +151,3 @@ from
 where
   "tenant_id" = $1
   and "created_at" >= $2;
-
--- billing.storageBytes: no SQL of its own (answers 0 until the files table lands (TODO(files)))

@@ -139,13 +139,3 @@ export async function countMessagesSince(trx: Tx, tenantId: string, since: Date)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
-
-/** The bytes of the tenant's stored files (the files feature keeps them in `files`). */
-export async function storageBytes(trx: Tx, tenantId: string): Promise<number> {
-  const row = await trx
-    .selectFrom('files')
-    .select(sql<number>`coalesce(sum(size), 0)::int8`.as('bytes'))
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirstOrThrow();
-  return Number(row.bytes);
-}

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { storageUsed } from '../files/file.service.ts';
 import type { Logger } from 'pino';
 import Stripe from 'stripe';
 import type { components } from '../../generated/api.ts';
@@ -142,7 +143,7 @@ export class BillingService implements PlanLimits {
         conversations: await repo.countConversationsSince(trx, tenantId, s.periodStart),
         conversations_limit: s.plan.conversationsPerPeriod,
         messages: await repo.countMessagesSince(trx, tenantId, s.periodStart),
-        storage_bytes: await repo.storageBytes(trx, tenantId),
+        storage_bytes: await storageUsed(trx, tenantId),
         storage_limit_bytes: s.plan.storageBytes,
       };
     });
@@ -185,7 +186,7 @@ export class BillingService implements PlanLimits {
     const s = await this.#standing(trx, tenantId, new Date());
     const limit = s.plan.storageBytes;
     if (limit === null) return;
-    const used = await repo.storageBytes(trx, tenantId);
+    const used = await storageUsed(trx, tenantId);
     if (used + bytes > limit) throw planLimit('storage', `${used} of ${limit} bytes stored on the ${s.plan.name} plan; this file needs ${bytes}`);
   }
 

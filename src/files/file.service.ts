@@ -43,6 +43,9 @@ export interface FileServiceDeps {
   limits?: { assertStorageAvailable(trx: Tx, tenantId: string, bytes: number): Promise<void> } | undefined;
 }
 
+/** For other features' work inside their transactions (billing's usage and storage limit): the tenant's stored bytes. */
+export const storageUsed = (trx: Tx, tenantId: string): Promise<number> => repo.storageBytes(trx, tenantId);
+
 export const invalidAttachment = (id: string) => new AppError('ERR_INVALID_ATTACHMENT', `The file ${id} is attached in another conversation`);
 
 /** The name as shown and sent back in Content-Disposition: no path, no control characters, at most 255. */
