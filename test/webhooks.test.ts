@@ -129,8 +129,9 @@ describe('webhooks', () => {
       await request(app).post(`/api/v1/conversations/${conv.id}/close`).set(bearer(t.owner.accessToken)).expect(200);
       const feed = await feedEvents(t);
       expect(feed.length).to.be.greaterThan(3);
-      await all.until((got) => got.length >= feed.length);
-      await some.until((got) => got.length >= 2);
+      // At least once: a slow attempt may be retried under the same id, so count ids, not requests.
+      await all.until((got) => new Set(got.map((d) => d.id)).size >= feed.length);
+      await some.until((got) => new Set(got.map((d) => d.id)).size >= 2);
       for (const r of [all, some]) {
         for (const d of r.received) {
           expect(d.verified, d.body).to.be.an('object');
@@ -142,7 +143,7 @@ describe('webhooks', () => {
       const byId = new Map(all.received.map((d) => [d.id, d.verified]));
       expect([...byId.keys()].sort()).to.deep.equal(feed.map((e) => e.id).sort());
       for (const e of feed) expect(byId.get(e.id)).to.deep.equal(e);
-      expect(some.received.map((d) => d.verified!.type).sort()).to.deep.equal(['conversation.closed', 'conversation.created']);
+      expect([...new Set(some.received.map((d) => d.verified!.type))].sort()).to.deep.equal(['conversation.closed', 'conversation.created']);
     });
 
     it('a receiver down for a while gets everything once it is up, each webhook-id retried under the same id', async () => {
