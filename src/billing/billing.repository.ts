@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
-import type { InvoiceStatus, SubscriptionStatus } from '../db/schema.ts';
+import type { BillingInvoice, SubscriptionStatus } from '../db/schema.ts';
 
 // Advisory lock class of a tenant's plan limits (two-key form, keyed by the tenant like the event writers').
 const PLAN_LIMIT_LOCK = 0x62696c6c;
@@ -62,20 +62,8 @@ export async function applySubscription(trx: Tx, tenantId: string, mirror: Subsc
   return result.numUpdatedRows === 1n;
 }
 
-export interface InvoiceMirror {
-  id: string;
-  tenant_id: string;
-  number: string | null;
-  status: InvoiceStatus;
-  amount: number;
-  currency: string;
-  period_start: Date | null;
-  period_end: Date | null;
-  hosted_invoice_url: string | null;
-  pdf_url: string | null;
-  created_at: Date;
-  event_at: Date;
-}
+/** An invoice as the mirror keeps it: the table's row. */
+export type InvoiceMirror = BillingInvoice;
 
 /** Inserts or updates an invoice, unless the stored one comes from a newer event. True when applied. */
 export async function upsertInvoice(trx: Tx, invoice: InvoiceMirror): Promise<boolean> {

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
-import type { Webhook } from '../db/schema.ts';
+import type { Webhook, WebhookDelivery } from '../db/schema.ts';
 import type { FeedPosition } from '../events/feed.repository.ts';
 
 // ---- Endpoints (tenant work, row-level security) ----------------------------------------------------
@@ -125,14 +125,8 @@ export async function enabledWebhooksOf(trx: Tx, tenantIds: string[]) {
     .execute();
 }
 
-export interface NewDelivery {
-  id: string;
-  tenant_id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  body: string;
-}
+/** A delivery as the fan-out makes it; the rest of the row takes its defaults. */
+export type NewDelivery = Pick<WebhookDelivery, 'id' | 'tenant_id' | 'webhook_id' | 'event_id' | 'event_type' | 'body'>;
 
 /** One delivery per (endpoint, event): an event read twice is still delivered once. */
 export async function insertDeliveries(trx: Tx, rows: NewDelivery[]): Promise<number> {
