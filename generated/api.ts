@@ -2128,7 +2128,10 @@ export interface components {
             next_cursor: string | null;
             offset: number;
             /**
-             * @description How many items match. Exact up to 10,000; past that, large lists (conversations, contacts)
+             * @description How many items match. Conversations filtered by nothing but `status`, `assigned_to` and
+             *     `department_id` (any combination, or none) get an exact total at any size, from counts the
+             *     database keeps as conversations change. Otherwise (other conversation filters such as `q`, and
+             *     other lists) the total is exact up to 10,000; past that, large lists (conversations, contacts)
              *     give the database's estimate and say so with `total_is_estimate`, so that a page costs the same
              *     at a million rows as at ten thousand. `has_more` and cursors are always exact.
              */

@@ -140,6 +140,13 @@ export const samples: Record<string, Record<string, unknown>> = {
         ],
       },
     },
+    countConversations: [{ priority: 'high', q: 'q' }],
+    countFromCounters: {
+      cases: {
+        'no filter': [{}],
+        'every counted filter, unassigned': [{ status: 'open', assignedUserId: null, departmentId: 'd' }],
+      },
+    },
     departmentExists: ['d'],
     departmentCandidates: ['d'],
     markAssigned: ['usr', NOW],

@@ -92,7 +92,7 @@ set
 where
   "id" = $4;
 
--- conversation.listConversations (first page) [1/2]
+-- conversation.listConversations (first page)
 select
   *,
   conversations.message_count - coalesce(
@@ -137,23 +137,7 @@ limit
 offset
   $3;
 
--- conversation.listConversations (first page) [2/2]
-select
-  count(*) as "n"
-from
-  (
-    select
-      1 as "one"
-    from
-      "conversations"
-    order by
-      "last_activity_at" desc,
-      "id" desc
-    limit
-      $1
-  ) as "capped";
-
--- conversation.listConversations (every filter, after a cursor) [1/2]
+-- conversation.listConversations (every filter, after a cursor)
 select
   *,
   conversations.message_count - coalesce(
@@ -210,7 +194,7 @@ limit
 offset
   $12;
 
--- conversation.listConversations (every filter, after a cursor) [2/2]
+-- conversation.countConversations
 select
   count(*) as "n"
 from
@@ -220,22 +204,33 @@ from
     from
       "conversations"
     where
-      "status" = $1
-      and "assigned_user_id" is null
-      and "department_id" = $2
-      and "priority" = $3
-      and "visitor_id" = $4
-      and "contact_id" = $5
+      "priority" = $1
       and (
-        "subject" ilike $6
-        or "last_message" ilike $7
+        "subject" ilike $2
+        or "last_message" ilike $3
       )
     order by
       "last_activity_at" desc,
       "id" desc
     limit
-      $8
+      $4
   ) as "capped";
+
+-- conversation.countFromCounters (no filter)
+select
+  coalesce(sum("n"), 0) as "total"
+from
+  "conversation_counts";
+
+-- conversation.countFromCounters (every counted filter, unassigned)
+select
+  coalesce(sum("n"), 0) as "total"
+from
+  "conversation_counts"
+where
+  "status" = $1
+  and "assignee_key" = $2
+  and "department_key" = $3;
 
 -- conversation.departmentExists
 select

@@ -89,12 +89,7 @@ export interface ConversationFilters {
   q?: string;
 }
 
-export async function listConversations(
-  trx: Tx,
-  readerId: string,
-  filters: ConversationFilters,
-  page: { limit: number; offset: number; after?: { at: Date; id: string } },
-) {
+function filtered(trx: Tx, filters: ConversationFilters) {
   let base = trx.selectFrom('conversations');
   if (filters.status) base = base.where('status', '=', filters.status);
   if (filters.assignedUserId === null) base = base.where('assigned_user_id', 'is', null);
@@ -107,7 +102,17 @@ export async function listConversations(
     const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
   }
-  let rowsQuery = base.selectAll().select(unreadCount(readerId)).select(satisfaction);
+  return base;
+}
+
+/** One page, newest activity first, and whether more follow. */
+export async function listConversations(
+  trx: Tx,
+  readerId: string,
+  filters: ConversationFilters,
+  page: { limit: number; offset: number; after?: { at: Date; id: string } },
+) {
+  let rowsQuery = filtered(trx, filters).selectAll().select(unreadCount(readerId)).select(satisfaction);
   if (page.after) {
     const { at, id } = page.after;
     rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${at}, ${id})`);
@@ -118,8 +123,25 @@ export async function listConversations(
     .limit(page.limit + 1)
     .offset(page.after ? 0 : page.offset)
     .execute();
-  const { total, estimated } = await cappedCount(trx, base.selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
-  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+}
+
+/** How many conversations match any filters: counted up to a cap, estimated beyond (src/db/paginate.ts). */
+export async function countConversations(trx: Tx, filters: ConversationFilters) {
+  return cappedCount(trx, filtered(trx, filters).selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
+}
+
+/** The filters the counter rows (conversation_counts) answer, in any combination. */
+export type CountedFilters = Pick<ConversationFilters, 'status' | 'assignedUserId' | 'departmentId'>;
+
+/** The exact number of conversations matching the counted filters, from the counter rows kept by a trigger. */
+export async function countFromCounters(trx: Tx, filters: CountedFilters): Promise<number> {
+  let query = trx.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.assignedUserId !== undefined) query = query.where('assignee_key', '=', filters.assignedUserId ?? '');
+  if (filters.departmentId) query = query.where('department_key', '=', filters.departmentId);
+  const { total } = await query.executeTakeFirstOrThrow();
+  return Number(total);
 }
 
 export async function departmentExists(trx: Tx, id: string): Promise<boolean> {

@@ -75,6 +75,20 @@ export interface ListQuery {
 /** For other features' work inside their transactions: the conversation's visitor, or undefined when it is not in this tenant. */
 export const conversationOf = (trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> => repo.findConversationVisitor(trx, id);
 
+/**
+ * The list's total: exact from the counter rows when the filters are the everyday ones (status, assignee,
+ * department, in any combination, or none); other filters (priority, visitor, contact, free text) are
+ * counted up to a cap and estimated beyond, and the answer says so.
+ */
+async function totalOf(trx: Tx, filters: repo.ConversationFilters): Promise<{ total: number; estimated: boolean }> {
+  const { status, assignedUserId, departmentId, ...uncounted } = filters;
+  if (Object.keys(uncounted).length > 0) return repo.countConversations(trx, filters);
+  return {
+    total: await repo.countFromCounters(trx, { ...(status ? { status } : {}), ...(assignedUserId !== undefined ? { assignedUserId } : {}), ...(departmentId ? { departmentId } : {}) }),
+    estimated: false,
+  };
+}
+
 export class ConversationService {
   readonly #database: Database;
   readonly #bus: EventBus;
@@ -119,21 +133,18 @@ export class ConversationService {
           : query.assigned_to === 'me'
             ? requireUser(principal).userId
             : query.assigned_to;
+    const filters: repo.ConversationFilters = {
+      ...(query.status ? { status: query.status } : {}),
+      ...(assignedUserId !== undefined ? { assignedUserId } : {}),
+      ...(query.department_id ? { departmentId: query.department_id } : {}),
+      ...(query.priority ? { priority: query.priority } : {}),
+      ...(query.visitor_id ? { visitorId: query.visitor_id } : {}),
+      ...(query.contact_id ? { contactId: query.contact_id } : {}),
+      ...(query.q ? { q: query.q } : {}),
+    };
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const { rows, hasMore, total, estimated } = await repo.listConversations(
-        trx,
-        callerIdOf(principal),
-        {
-          ...(query.status ? { status: query.status } : {}),
-          ...(assignedUserId !== undefined ? { assignedUserId } : {}),
-          ...(query.department_id ? { departmentId: query.department_id } : {}),
-          ...(query.priority ? { priority: query.priority } : {}),
-          ...(query.visitor_id ? { visitorId: query.visitor_id } : {}),
-          ...(query.contact_id ? { contactId: query.contact_id } : {}),
-          ...(query.q ? { q: query.q } : {}),
-        },
-        { limit, offset, ...(after ? { after } : {}) },
-      );
+      const { rows, hasMore } = await repo.listConversations(trx, callerIdOf(principal), filters, { limit, offset, ...(after ? { after } : {}) });
+      const { total, estimated } = await totalOf(trx, filters);
       return {
         data: rows.map(toConversationDto),
         pagination: {

@@ -61,6 +61,7 @@ export interface DB {
   contacts: ContactsTable;
   visitors: VisitorsTable;
   conversations: ConversationsTable;
+  conversation_counts: ConversationCountsTable;
   messages: MessagesTable;
   read_marks: ReadMarksTable;
   surveys: SurveysTable;
@@ -183,6 +184,20 @@ export interface ConversationsTable {
   closed_at: Date | null;
   /** Messages that count as unread for someone: all but system notices. */
   message_count: Generated<number>;
+}
+
+/**
+ * Conversations per combination of the everyday list filters, kept by a trigger on conversations
+ * (migration conversation-counts); '' is "none". Summed over the shards (and the keys a filter leaves
+ * open) at read.
+ */
+export interface ConversationCountsTable {
+  tenant_id: string;
+  status: ConversationStatus;
+  assignee_key: string;
+  department_key: string;
+  shard: number;
+  n: number;
 }
 
 export type MessageSenderType = 'visitor' | 'user' | 'bot' | 'system';
