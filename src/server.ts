@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import pino from 'pino';
-import { createClient } from 'redis';
 import { buildApp } from './app.ts';
 import { EventBus } from './events/bus.ts';
 import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
@@ -51,7 +50,8 @@ export async function startService(config: Config): Promise<RunningService> {
   const storage = storageFromConfig(config);
   const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
-  const redis = config.redisUrl ? createClient({ url: config.redisUrl }) : undefined;
+  // Imported only when configured: the embedded default need not load the client on every start.
+  const redis = config.redisUrl ? (await import('redis')).createClient({ url: config.redisUrl }) : undefined;
   if (redis) {
     redis.on('error', (err) => logger.error({ err }, 'redis error'));
     await redis.connect();

@@ -18,10 +18,12 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const root = new URL('../../', import.meta.url).pathname;
 
 /** ms from spawning `node args` until it exits (or, with a health URL, until that answers; then it is stopped). */
-function timed(args: string[], env: Record<string, string> = {}, healthUrl?: string): Promise<number> {
+function timed(args: string[], env: Record<string, string | undefined> = {}, healthUrl?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+    // undefined removes a variable: the embedded default is what runs when DATABASE_URL is unset.
+    const childEnv = Object.fromEntries(Object.entries({ ...process.env, LOG_LEVEL: 'warn', ...env }).filter(([, v]) => v !== undefined));
+    const child = spawn(process.execPath, args, { cwd: root, env: childEnv, stdio: ['ignore', 'ignore', 'inherit'] });
     let healthy: number | undefined;
     child.once('exit', (code) => {
       if (healthy !== undefined) resolve(healthy);
@@ -66,7 +68,7 @@ for (let r = 0; r < rounds; r++) {
   rmSync(pgliteDir, { recursive: true, force: true });
 
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-start-'));
-  const env = { DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', HOST: '127.0.0.1' };
+  const env = { DATA_DIR: dataDir, DATABASE_URL: undefined, REDIS_URL: undefined, HOST: '127.0.0.1' };
   let port = await freePort();
   add('service.first_start_ms', await timed(['src/server.ts'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
   port = await freePort();
