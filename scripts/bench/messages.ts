@@ -27,7 +27,7 @@ const { url: base, stop } = await startProcess('src/server.ts', {
   DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
   DATA_DIR: '/tmp/chat-bench-messages',
   BCRYPT_COST: '4',
-  RATE_LIMIT_PER_MINUTE: '100000000',
+  RATE_LIMIT_PER_MINUTE: '1000000',
 });
 const post = (path: string, token: string | undefined, body: unknown) =>
   fetch(`${base}${path}`, {
