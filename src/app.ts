@@ -54,6 +54,7 @@ import { widgetHandlers } from './widgets/widget.handlers.ts';
 import { widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
 import { WidgetPublicService } from './widgets/widget-public.service.ts';
 import { WidgetService } from './widgets/widget.service.ts';
+import { widgetScript } from './widgets/widget-script.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
@@ -182,6 +183,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const metricsToken = deps.config.metricsToken;
   if (metricsToken) app.get(`${contract.basePath}/metrics`, metricsEndpoint(services.metrics, metricsToken));
   app.use(contract.basePath, contractDocsRouter(contract));
+  // The chat bubble sites embed: a static script outside the API, which it calls like any other client.
+  app.get('/widget.js', widgetScript());
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
