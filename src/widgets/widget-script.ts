@@ -7,6 +7,9 @@ import { AppError } from '../shared/errors.ts';
 /** The built chat bubble (widget/, `npm run widget:build`), committed so a fresh clone serves it as is. */
 export const WIDGET_BUNDLE = join(import.meta.dirname, '..', '..', 'widget', 'dist', 'widget.js');
 
+/** What a visitor may have to download, gzipped, before the bubble appears (npm run widget:check). */
+export const WIDGET_BUDGET_BYTES = 30 * 1024;
+
 /**
  * GET /widget.js: the script sites embed. Read once; an ETag lets browsers revalidate cheaply, and a short
  * max-age lets a new release reach every site within minutes without versioned URLs in their HTML.

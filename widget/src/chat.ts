@@ -1,5 +1,5 @@
 import { ApiFailure, type Conversation, type FailureKind, type Message, type S, type Settings, WidgetApi } from './api.ts';
-import { chatIcon, h } from './dom.ts';
+import { chatIcon, clipIcon, h } from './dom.ts';
 import { type SocketFrame, VisitorSocket } from './socket.ts';
 import { CSS } from './styles.ts';
 
@@ -143,7 +143,7 @@ export class Chat {
     ui.composer.append(
       h('label', { class: 'sr-only', for: 'chat-input' }, 'Message'),
       ui.input,
-      h('label', { class: 'attach', title: 'Attach a file' }, ui.file, h('span', { 'aria-hidden': 'true' }, '📎')),
+      h('label', { class: 'attach', title: 'Attach a file' }, ui.file, clipIcon()),
       ui.send,
     );
     ui.composer.addEventListener('submit', (event) => {
@@ -309,7 +309,7 @@ export class Chat {
     const who = from === 'visitor' ? 'You' : from === 'team' ? 'Team' : 'Notice';
     const li = h('li', { class: `msg ${from}`, 'data-id': message.id, 'data-at': message.created_at }, h('span', { class: 'sr-only' }, `${who}: `), message.content);
     for (const file of message.attachments) {
-      li.append(h('button', { class: 'file', type: 'button', onclick: () => void this.#download(file.id) }, `📎 ${file.name}`));
+      li.append(h('button', { class: 'file', type: 'button', 'aria-label': `Download ${file.name}`, onclick: () => void this.#download(file.id) }, clipIcon(), file.name));
     }
     return li;
   }

@@ -45,6 +45,8 @@ button, textarea, input { font: inherit; color: inherit; }
 .msg.visitor { align-self: flex-end; background: var(--accent); color: var(--on-accent); border-bottom-right-radius: 4px; }
 .msg.team { align-self: flex-start; background: #fff; border: 1px solid #e3e5e8; border-bottom-left-radius: 4px; }
 .msg.system { align-self: center; background: transparent; color: #5f6368; font-size: 13px; text-align: center; }
+.msg .file svg, .attach svg { width: 16px; height: 16px; vertical-align: -3px; margin-right: 4px; }
+.attach svg { width: 20px; height: 20px; margin: 0; }
 .msg .file { display: block; margin-top: 6px; background: rgba(0,0,0,.08); border: 0; border-radius: 8px; padding: 4px 8px; cursor: pointer; text-align: left; color: inherit; text-decoration: underline; }
 .typing { font-size: 13px; color: #5f6368; padding: 2px 16px 6px; background: #f6f7f9; }
 .survey, .ended { padding: 12px 16px; border-top: 1px solid #e3e5e8; }
