@@ -234,8 +234,9 @@ export class Chat {
   #onFrame(frame: SocketFrame): void {
     if (frame.type === 'welcome') {
       this.#ui.root.dataset.state = 'connected';
-      if (this.#loadOnWelcome) {
-        // Connected first, loaded second: whatever happens in between arrives on the socket (and is de-duplicated).
+      // Connected first, loaded second: whatever happens in between arrives on the socket (and is
+      // de-duplicated). A socket that had no event to resume from cannot be replayed what it missed.
+      if (this.#loadOnWelcome || !this.#socket.resuming) {
         this.#loadOnWelcome = false;
         void this.#loadHistory();
       }

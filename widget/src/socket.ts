@@ -31,12 +31,18 @@ export class VisitorSocket {
   #attempt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
+  #resuming = false;
 
   constructor(url: (lastEventId: string | undefined) => string, handlers: SocketHandlers) {
     this.#url = url;
     this.#on = handlers;
     // The browser knows before the backoff does that the network is back.
     addEventListener('online', () => this.reconnectNow());
+  }
+
+  /** Whether this connection resumed after an event (the server replays what was missed since). */
+  get resuming(): boolean {
+    return this.#resuming;
   }
 
   get open(): boolean {
@@ -48,6 +54,7 @@ export class VisitorSocket {
     clearTimeout(this.#timer);
     this.#ws?.close();
     this.#on.state(this.#attempt === 0 ? 'connecting' : 'reconnecting');
+    this.#resuming = this.#lastEventId !== undefined;
     const ws = new WebSocket(this.#url(this.#lastEventId));
     this.#ws = ws;
     ws.onmessage = (message) => {
