@@ -108,6 +108,7 @@ export function createServices(deps: AppDeps) {
   const presence = deps.presence ?? everyoneOffline;
   const sessions = deps.sessions ?? new SessionCache();
   const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
+  const team = new TeamService({ database, presence });
   return {
     bus,
     sessions,
@@ -121,12 +122,12 @@ export function createServices(deps: AppDeps) {
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
     visitors: new VisitorService(database),
-    team: new TeamService({ database, presence }),
+    team,
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
     metrics: deps.metrics ?? new Metrics(),
     widgets: new WidgetService(database),
-    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing }),
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };

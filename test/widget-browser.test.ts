@@ -83,6 +83,8 @@ describe('the chat widget in a browser', function () {
       expect(await page.locator('chat-widget #chat-greeting').textContent()).to.equal('Hello from Acme! Ask us anything.');
       expect(await page.evaluate(() => document.querySelector('chat-widget')!.shadowRoot!.activeElement?.id)).to.equal('chat-input');
       expect(await page.locator('chat-widget .bubble').getAttribute('aria-expanded')).to.equal('true');
+      // The agent is online: no away message.
+      expect(await page.locator('chat-widget .notice').isHidden()).to.equal(true);
 
       await write(page, 'Do you ship to Norway?');
       const first = await agent.socket.next((f) => f.type === 'message.created' && f.data.message.content === 'Do you ship to Norway?');
@@ -237,11 +239,13 @@ describe('the chat widget in a browser', function () {
     const limitedApi = limited.wsUrl.replace(/^ws/, 'http').replace(/\/api\/v1\/ws$/, '');
     const limitedSite = await startDemoSite({ scriptUrl: `${limitedApi}/widget.js` });
     const t = await createTenant();
-    const widget = await widgetOf(t);
+    const widget = await widgetOf(t, { settings: { away_message: 'Back at 9 tomorrow: leave us a message.' } });
     const browsing = await openBrowser();
     try {
       const page = await browsing.context.newPage();
       await openWidget(page, `${limitedSite.url}/?widget=${widget.id}`);
+      // Nobody of the team is online: the away message says so before the visitor writes.
+      expect(await page.locator('chat-widget .notice').textContent()).to.equal('Back at 9 tomorrow: leave us a message.');
       await write(page, 'First question');
       await write(page, 'Second question');
       // One message a minute after the first (which started the conversation): the next is refused, said

@@ -74,6 +74,7 @@ export class Chat {
     panel: h('section', { class: 'panel', id: 'chat-panel', role: 'dialog', 'aria-labelledby': 'chat-title', 'aria-describedby': 'chat-greeting', hidden: true }),
     greeting: h('p', { id: 'chat-greeting' }),
     status: h('div', { class: 'status', role: 'status', hidden: true }),
+    away: h('div', { class: 'notice', role: 'note', hidden: true }),
     alert: h('div', { class: 'alert', role: 'alert', hidden: true }),
     log: h('ol', { class: 'log', role: 'log', 'aria-label': 'Messages', tabindex: '0' }),
     typing: h('div', { class: 'typing', 'aria-live': 'polite' }),
@@ -129,6 +130,7 @@ export class Chat {
     ui.panel.append(
       h('div', { class: 'head' }, h('div', { class: 'titles' }, h('h2', { id: 'chat-title' }, 'Chat with us'), ui.greeting), closeButton),
       ui.status,
+      ui.away,
       ui.alert,
       ui.log,
       ui.typing,
@@ -207,6 +209,10 @@ export class Chat {
       // Storage refused (private mode, a sandbox): the visitor is new on each page.
     }
     this.#apply(session.widget.settings);
+    // Nobody online as the visitor arrives: say so up front, and that writing still works.
+    const away = session.widget.settings.away_message ?? 'We are away right now. Leave a message and we will get back to you.';
+    this.#ui.away.textContent = session.widget.team_available ? '' : away;
+    this.#ui.away.hidden = session.widget.team_available;
   }
 
   /** A new token for the same visitor (expired, revoked, or a new identity), and the socket on it. */
