@@ -2648,6 +2648,8 @@ export interface components {
             widget: {
                 id: components["schemas"]["WidgetId"];
                 settings: components["schemas"]["WidgetSettings"];
+                /** @description Whether an active full-seat member of the team is online (not away or offline) as the session starts; when not, the chat bubble shows the widget's away message */
+                team_available: boolean;
             };
         };
         WidgetSessionCreate: {
@@ -7203,7 +7205,8 @@ export interface operations {
                      *         "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
                      *         "settings": {
                      *           "color": "#3355ff"
-                     *         }
+                     *         },
+                     *         "team_available": true
                      *       }
                      *     }
                      */

@@ -54,6 +54,7 @@ import { widgetHandlers } from './widgets/widget.handlers.ts';
 import { widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
 import { WidgetPublicService } from './widgets/widget-public.service.ts';
 import { WidgetService } from './widgets/widget.service.ts';
+import { widgetScript } from './widgets/widget-script.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
@@ -107,6 +108,7 @@ export function createServices(deps: AppDeps) {
   const presence = deps.presence ?? everyoneOffline;
   const sessions = deps.sessions ?? new SessionCache();
   const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
+  const team = new TeamService({ database, presence });
   return {
     bus,
     sessions,
@@ -120,12 +122,12 @@ export function createServices(deps: AppDeps) {
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
     visitors: new VisitorService(database),
-    team: new TeamService({ database, presence }),
+    team,
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
     metrics: deps.metrics ?? new Metrics(),
     widgets: new WidgetService(database),
-    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing }),
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
@@ -182,6 +184,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const metricsToken = deps.config.metricsToken;
   if (metricsToken) app.get(`${contract.basePath}/metrics`, metricsEndpoint(services.metrics, metricsToken));
   app.use(contract.basePath, contractDocsRouter(contract));
+  // The chat bubble sites embed: a static script outside the API, which it calls like any other client.
+  app.get('/widget.js', widgetScript());
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));

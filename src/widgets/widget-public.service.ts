@@ -39,6 +39,11 @@ function hashMatches(secret: string, email: string, given: string): boolean {
 
 // Internal notes are filtered out before; the view hides who answered.
 const forVisitor = (m: Message, files: ReadonlyMap<string, S['Attachment']>): S['Message'] => messageForVisitor(toMessageDto(m, files));
+/** Whether someone can answer now (the team service, from presence): the widget shows its away message if not. */
+export interface TeamAvailability {
+  available(tenantId: string): Promise<boolean>;
+}
+
 /** The visitor's conversations the widget lists, newest activity first. */
 const WIDGET_CONVERSATIONS_SHOWN = 100;
 
@@ -47,12 +52,14 @@ export class WidgetPublicService {
   readonly #bus: EventBus;
   readonly #tokens: TokenService;
   readonly #limits: PlanLimits;
+  readonly #team: TeamAvailability;
 
-  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService; limits: PlanLimits }) {
+  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService; limits: PlanLimits; team: TeamAvailability }) {
     this.#database = deps.database;
     this.#bus = deps.bus;
     this.#tokens = deps.tokens;
     this.#limits = deps.limits;
+    this.#team = deps.team;
   }
 
   /** For the access middleware: a visitor token, its widget's domains against the Origin, and its identity rule. */
@@ -110,7 +117,7 @@ export class WidgetPublicService {
       visitor_id: visitorId,
       visitor_token: token,
       expires_at: new Date(now.getTime() + VISITOR_TOKEN_TTL_SECONDS * 1000).toISOString(),
-      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'] },
+      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'], team_available: await this.#team.available(widget.tenant_id) },
     };
   }
 
