@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import type { Express } from 'express';
 import { sql } from 'kysely';
 import pino from 'pino';
@@ -7,8 +8,9 @@ import { buildApp } from '../src/app.ts';
 import { EventBus } from '../src/events/bus.ts';
 import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
-import { addressRefusal, createTransport } from '../src/webhooks/webhook.transport.ts';
+import { addressRefusal, createTransport, signature } from '../src/webhooks/webhook.transport.ts';
 import { RequestFilteringHttpAgent } from 'request-filtering-agent';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
 import { type Harness, getHarness, sentMail } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
@@ -291,6 +293,27 @@ describe('webhooks', () => {
       const after = oldOnly.received[1]!;
       expect(String(after.headers['webhook-signature']).split(' ')).to.have.length(1);
       expect(after.verifiedBy).to.deep.equal([rotated.secret]);
+    });
+  });
+
+  describe('signing', () => {
+    it('signs byte for byte as standardwebhooks does, for any secret, id, time and body', () => {
+      fc.assert(
+        fc.property(
+          fc.uint8Array({ minLength: 1, maxLength: 64 }),
+          fc.string({ minLength: 1, maxLength: 40 }),
+          fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }),
+          fc.string({ unit: 'binary', maxLength: 300 }),
+          (key, id, at, body) => {
+            const secret = `whsec_${Buffer.from(key).toString('base64')}`;
+            expect(signature(secret, id, at, body)).to.equal(new StandardWebhook(secret).sign(id, at, body));
+          },
+        ),
+      );
+    });
+
+    it('refuses a secret standardwebhooks refuses', () => {
+      expect(() => signature('whsec_', 'evt_1', new Date(), '{}')).to.throw(/empty/);
     });
   });
 
