@@ -40,6 +40,8 @@ export interface DispatcherOptions {
 
 /** Outcomes (and released claims) written per pass at most. */
 const RECORD_BATCH = 500;
+/** How long outcomes wait for others to be written with them: recording sooner delays no delivery. */
+const RECORD_DELAY_MS = 10;
 
 interface Claim {
   delivery: repo.ClaimedDelivery;
@@ -93,6 +95,8 @@ export class WebhookDispatcher {
   /** Claims given back unattempted, not yet released. */
   readonly #released: Claim[] = [];
   #syncing: Promise<void> | undefined;
+  /** Ends the wait of a pass that gathers outcomes. */
+  #nudge: (() => void) | undefined;
   /** The last pass failed (the database is away): the next wake, not the pass's end, tries again. */
   #syncFailed = false;
   readonly #mailing = new Set<Promise<void>>();
@@ -140,6 +144,7 @@ export class WebhookDispatcher {
   /** Stops claiming and reading; waits for the attempts in flight (each ends within the timeout) and records them. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#nudge?.();
     clearInterval(this.#timer);
     clearTimeout(this.#heldBackTimer);
     this.#unsubscribe?.();
@@ -235,6 +240,7 @@ export class WebhookDispatcher {
   #wakeSender(): void {
     this.#dueMaybe = true;
     this.#syncFailed = false;
+    this.#nudge?.();
     this.#wakeSync();
   }
 
@@ -248,18 +254,42 @@ export class WebhookDispatcher {
     this.#syncing = run;
   }
 
-  /** How many deliveries a pass should claim now. */
+  /**
+   * How many deliveries a pass should claim now: up to four rounds of the slots (claims are few and large),
+   * once fewer than two rounds wait.
+   */
   #wanted(): number {
-    if (this.#stopped || !this.#dueMaybe || this.#queue.length >= this.#o.concurrency) return 0;
-    return 2 * this.#o.concurrency - this.#inFlight.size - this.#queue.length;
+    if (this.#stopped || !this.#dueMaybe || this.#queue.length >= 2 * this.#o.concurrency) return 0;
+    return 4 * this.#o.concurrency - this.#inFlight.size - this.#queue.length;
   }
 
   #hasWork(): boolean {
     return this.#outcomes.length > 0 || this.#released.length > 0 || this.#wanted() > 0;
   }
 
+  /** Slots may soon stand idle, claims must go back, or a batch is full: no reason to wait for more outcomes. */
+  #urgent(): boolean {
+    return (
+      this.#stopped ||
+      this.#released.length > 0 ||
+      this.#outcomes.length >= RECORD_BATCH ||
+      (this.#wanted() > 0 && this.#queue.length < this.#o.concurrency)
+    );
+  }
+
   async #syncLoop(): Promise<void> {
     while (this.#hasWork()) {
+      // Outcomes alone wait a moment for others to share their transaction; a wake cuts the wait short.
+      if (!this.#urgent()) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, RECORD_DELAY_MS);
+          this.#nudge = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.#nudge = undefined;
+      }
       const outcomes = this.#outcomes.splice(0, RECORD_BATCH);
       const released = this.#released.splice(0, RECORD_BATCH);
       const wanted = this.#wanted();
@@ -315,6 +345,7 @@ export class WebhookDispatcher {
         this.#startAttempts();
       });
     }
+    if (this.#urgent()) this.#nudge?.();
   }
 
   async #attempt(claim: Claim): Promise<void> {
