@@ -3,10 +3,12 @@ import fc from 'fast-check';
 import type { Express } from 'express';
 import { sql } from 'kysely';
 import pino from 'pino';
+import { type RedisClientType, createClient } from 'redis';
 import request from 'supertest';
 import { buildApp } from '../src/app.ts';
 import { EventBus } from '../src/events/bus.ts';
 import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
+import { RedisDispatchWakeups } from '../src/webhooks/webhook.wakeups.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
 import { addressRefusal, createTransport, signature } from '../src/webhooks/webhook.transport.ts';
 import { RequestFilteringHttpAgent } from 'request-filtering-agent';
@@ -384,5 +386,52 @@ describe('webhooks', () => {
       expect(await transport.post(r.url, {}, '{}')).to.deep.equal({ statusCode: 307, error: 'the receiver answered 307' });
       transport.close();
     });
+  });
+});
+
+describe('webhooks across instances', () => {
+  it('a commit on one instance wakes the dispatcher of another through Redis, long before its poll', async function () {
+    if (!process.env.REDIS_URL) this.skip();
+    const h = await getHarness();
+    const bus = new EventBus();
+    const { app } = buildApp({ ...h.deps, bus });
+    const redisA = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
+    const redisB = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
+    await redisA.connect();
+    await redisB.connect();
+    const wakeupsA = await RedisDispatchWakeups.create(redisA);
+    const wakeupsB = await RedisDispatchWakeups.create(redisB);
+    // Instance A makes the events and has no dispatcher; B's bus hears nothing and it polls once an hour.
+    const stopRelay = wakeupsA.relay(bus);
+    const r = await startReceiver();
+    const dispatcher = new WebhookDispatcher({
+      database: h.database,
+      logger: pino({ level: 'silent' }),
+      bus: new EventBus(),
+      mailer: h.deps.mailer,
+      allowPrivate: true,
+      pollMs: 3_600_000,
+      wakeups: wakeupsB,
+    });
+    try {
+      const t = await createTenant();
+      const hook = (await request(app).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: r.url, events: ['message.created'] }).expect(201)).body;
+      r.secrets.push(hook.secret);
+      const conv = await createConversation(t, {}, t.owner.accessToken, app);
+      // The cursor exists before the message (a first pass starts at the head of the feed).
+      await dispatcher.fanOutOnce();
+      dispatcher.start();
+      const sent = (await request(app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'hi' }).expect(201)).body;
+      await r.until((got) => got.some((d) => d.verified?.data?.message?.id === sent.id && d.answered === 200), 10_000);
+    } finally {
+      stopRelay();
+      await dispatcher.stop();
+      await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', '=', r.url).execute());
+      await r.close();
+      await wakeupsA.close();
+      await wakeupsB.close();
+      await redisA.quit();
+      await redisB.quit();
+    }
   });
 });

@@ -22,6 +22,10 @@ export async function startProcess(script: string, env: Record<string, string>) 
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  // A benchmark that fails must not leave its service running (on a shared database it keeps working).
+  const orphaned = () => child.kill('SIGKILL');
+  process.once('exit', orphaned);
+  child.once('exit', () => process.off('exit', orphaned));
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (await fetch(`${url}/api/health`).then(() => true, () => false)) break;

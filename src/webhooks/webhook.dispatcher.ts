@@ -8,6 +8,7 @@ import { webhookDisabledMail } from '../mail/templates.ts';
 import { envelopeOf } from '../realtime/views.ts';
 import { newId } from '../shared/ids.ts';
 import * as repo from './webhook.repository.ts';
+import type { RedisDispatchWakeups } from './webhook.wakeups.ts';
 import { type PostOutcome, type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
 
 export const DEFAULT_RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000];
@@ -36,6 +37,8 @@ export interface DispatcherOptions {
   batch?: number;
   /** Replaces the HTTP transport (the benchmark and tests count on it). */
   transport?: Transport;
+  /** With several instances (Redis): commits elsewhere wake this dispatcher, and its commits wake theirs. */
+  wakeups?: Pick<RedisDispatchWakeups, 'relay' | 'subscribe'> | undefined;
 }
 
 /** Outcomes (and released claims) written per pass at most. */
@@ -76,7 +79,8 @@ export const WEBHOOK_CURSOR = 'webhooks';
  * when the lease runs out the delivery is claimed again (same webhook-id), so a crash means a retry.
  */
 export class WebhookDispatcher {
-  readonly #o: Required<Omit<DispatcherOptions, 'transport'>>;
+  readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups'>>;
+  readonly #wakeups: DispatcherOptions['wakeups'];
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
   #timer: NodeJS.Timeout | undefined;
@@ -122,6 +126,7 @@ export class WebhookDispatcher {
     this.#leaseMarginMs = Math.max(0, (this.#o.leaseMs - timeoutMs) / 2);
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
+    this.#wakeups = options.wakeups;
   }
 
   /**
@@ -130,7 +135,11 @@ export class WebhookDispatcher {
    */
   start(): void {
     if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    const unsubscribe = [this.#o.bus.subscribe(() => this.wake())];
+    if (this.#wakeups) unsubscribe.push(this.#wakeups.relay(this.#o.bus), this.#wakeups.subscribe(() => this.wake()));
+    this.#unsubscribe = () => {
+      for (const u of unsubscribe) u();
+    };
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
   }
