@@ -25,6 +25,7 @@ import { createMailer } from './mail/mailer.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
+import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
 
 export interface RunningService {
   server: Server;
@@ -127,7 +128,8 @@ export async function startService(config: Config): Promise<RunningService> {
     jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
   });
   scheduler.start();
-  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks });
+  const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
   const address = server.address();
@@ -141,6 +143,7 @@ export async function startService(config: Config): Promise<RunningService> {
       logger.info('shutting down');
       await scheduler.stop();
       await webhooks.stop();
+      await wakeups?.close();
       await gateway.close();
       await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
