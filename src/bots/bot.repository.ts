@@ -100,16 +100,15 @@ export async function advanceCursor(trx: Tx, name: string, to: FeedPosition) {
     .execute();
 }
 
-/** Of these conversations, those a bot holds now, with the bot. */
+/** Of these conversations, those a bot holds now, with the bot's kind. */
 export async function conversationsHeldByBots(trx: Tx, conversationIds: string[]) {
   if (conversationIds.length === 0) return [];
   return trx
-    .selectFrom('conversations')
-    .select(['id', 'bot_id'])
-    .where('id', 'in', conversationIds)
-    .where('bot_state', '=', 'active')
-    .where('bot_id', 'is not', null)
-    .$narrowType<{ bot_id: string }>()
+    .selectFrom('conversations as c')
+    .innerJoin('bots as b', 'b.id', 'c.bot_id')
+    .select(['c.id', 'b.id as bot_id', 'b.kind'])
+    .where('c.id', 'in', conversationIds)
+    .where('c.bot_state', '=', 'active')
     .execute();
 }
 
