@@ -1709,8 +1709,12 @@ export interface components {
             /** @default true */
             enabled?: boolean;
             handoff_department_id?: components["schemas"]["DepartmentId"];
-            /** @default webhook */
-            kind?: components["schemas"]["BotKind"];
+            /**
+             * @description See BotKind
+             * @default webhook
+             * @enum {string}
+             */
+            kind?: "webhook" | "faq" | "llm";
             llm?: components["schemas"]["BotLlmSettings"];
             name: string;
             webhook_url?: components["schemas"]["BotUrl"];
@@ -1734,10 +1738,10 @@ export interface components {
             data: components["schemas"]["Bot"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** @description The chat-completions endpoint; requests go to `{base_url}/chat/completions` */
         BotLlmSettings: {
             /** @description Sent as the bearer token (Authorization header); stored, never answered */
             api_key: string;
-            /** @description The endpoint's base; requests go to `{base_url}/chat/completions` */
             base_url: components["schemas"]["BotUrl"];
             model: string;
             system_prompt?: string;
@@ -2251,7 +2255,6 @@ export interface components {
         Message: {
             /** @description The files attached, as they are now (a file deleted since no longer shows) */
             attachments: components["schemas"]["Attachment"][];
-            /** @description Only on a bot's messages, for visitors too; people are never named to visitors */
             author?: components["schemas"]["MessageAuthor"];
             content: string;
             conversation_id: components["schemas"]["ConversationId"];
@@ -2264,7 +2267,7 @@ export interface components {
             sender_type: components["schemas"]["SenderType"];
             type: components["schemas"]["MessageType"];
         };
-        /** @description Who wrote a bot's message, as everyone (visitors included) is shown it */
+        /** @description Only on a bot's messages — who wrote it, as everyone (visitors included) is shown it. People are never named to visitors. */
         MessageAuthor: {
             avatar_url: string | null;
             id: components["schemas"]["BotId"];
@@ -2874,7 +2877,6 @@ export interface components {
         /** @description How the chat bubble looks and greets */
         WidgetSettings: {
             away_message?: string;
-            /** @description An enabled bot of the tenant that takes the widget's new conversations first */
             bot_id?: components["schemas"]["BotId"];
             color?: string;
             greeting?: string;
