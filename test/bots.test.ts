@@ -277,6 +277,26 @@ describe('bots', function () {
       expect(reopened.body.conversation).to.include({ status: 'open', bot_state: 'handed_off' });
     });
 
+    it('retries a delivery its receiver refused, under the same webhook-id', async () => {
+      const t = await createTenant();
+      let requests = 0;
+      const receiver = await startReceiver({ behave: () => (++requests <= 2 ? 503 : 'ok') });
+      receivers.push(receiver);
+      const bot = await createBot(t, { name: 'B', webhook_url: receiver.url });
+      receiver.secrets.push(bot.secret);
+      const { token } = await widgetWithBot(t, bot.id);
+      const conv = (await request(app).post('/api/v1/widget/conversations').set(asVisitor(token)).send({ content: 'hi' }).expect(201)).body.id;
+      const rows = await eventually(async () => {
+        const list = await h.database.asSystem((trx) => trx.selectFrom('bot_deliveries').selectAll().where('conversation_id', '=', conv).execute());
+        return list.length === 2 && list.every((d) => d.status === 'succeeded') && list;
+      }, 'both deliveries to succeed');
+      expect(rows.reduce((n, d) => n + d.attempts, 0)).to.equal(4);
+      const ok = receiver.received.filter((d) => d.answered === 200);
+      expect(new Set(ok.map((d) => d.id)).size).to.equal(2);
+      for (const d of receiver.received) expect(d.verified, 'signed on every attempt').to.be.an('object');
+      for (const refused of receiver.received.filter((d) => d.answered === 503)) expect(ok.map((d) => d.id)).to.include(refused.id);
+    });
+
     it("an agent's assign or transfer of a bot's conversation hands it off", async () => {
       const t = await createTenant();
       const auth = bearer(t.owner.accessToken);
