@@ -411,6 +411,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/bots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's bots */
+        get: operations["listBots"];
+        put?: never;
+        /**
+         * Add a bot
+         * @description A bot takes the new conversations of every widget whose `settings.bot_id` names it. Kinds:
+         *     `webhook` (the default) posts the conversation's events (`conversation.created`, the visitor's
+         *     `message.created`) to `webhook_url`, signed the Standard Webhooks way with `secret`, and the bot
+         *     answers with `POST /v1/messages` and hands off with `POST /v1/conversations/{id}/handoff` under
+         *     `api_key`; `faq` answers from the canned responses; `llm` asks an OpenAI-compatible
+         *     chat-completions endpoint (`llm.base_url`, `llm.model`, `llm.api_key`). The answer shows
+         *     `api_key` and `secret` once; `llm.api_key` is never shown. URLs pass the webhook address rule
+         *     (no loopback, private, link-local or metadata addresses unless `WEBHOOK_ALLOW_PRIVATE=true`;
+         *     `https://` in production). A `webhook` bot without `webhook_url`, or an `llm` bot without
+         *     `llm`, is 400.
+         */
+        post: operations["createBot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/bots/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a bot */
+        get: operations["getBot"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a bot and its key
+         * @description Its conversations keep their messages; those it still held wait for an agent (open, unassigned).
+         */
+        delete: operations["deleteBot"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a bot, or enable or disable it
+         * @description `llm` is merged into the bot's LLM settings (send `api_key` to replace the key; it is never shown).
+         *     A disabled bot takes no new conversations; those it holds are still delivered to it.
+         */
+        patch: operations["updateBot"];
+        trace?: never;
+    };
     "/v1/canned-responses": {
         parameters: {
             query?: never;
@@ -603,6 +662,36 @@ export interface paths {
          *     closed conversation is 409 ERR_CONVERSATION_CLOSED.
          */
         post: operations["closeConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/handoff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand a bot's conversation over to the team
+         * @description By the bot that holds the conversation (its API key), or by a member taking over. Sets
+         *     `bot_state: handed_off` and routes the conversation like a transfer: to an active full-seat member
+         *     of `department_id`, else of the bot's `handoff_department_id`, else of the whole team, picked
+         *     online first, then away, then offline, then by fewest open conversations. A member who hands off
+         *     without a department takes the conversation. The note is kept as an internal note; the visitor sees
+         *     a short notice; emits conversation.handed_off. A closed conversation is 409
+         *     ERR_CONVERSATION_CLOSED; one no bot holds is 409 ERR_CONFLICT; a bot acting on a conversation it
+         *     was never given is 404, on one it no longer holds 403.
+         */
+        post: operations["handoffConversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1601,8 +1690,100 @@ export interface components {
             storage_bytes: number;
             storage_limit_bytes: number | null;
         };
+        Bot: {
+            avatar_url: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            enabled: boolean;
+            /** @description Where a handoff that names no department goes; null for the whole team */
+            handoff_department_id: string | null;
+            id: components["schemas"]["BotId"];
+            kind: components["schemas"]["BotKind"];
+            llm: components["schemas"]["BotLlmView"] | null;
+            /** @description What visitors see as the author of the bot's messages */
+            name: string;
+            updated_at: components["schemas"]["Timestamp"];
+            webhook_url: string | null;
+        };
+        BotCreate: {
+            avatar_url?: components["schemas"]["BotUrl"];
+            /** @default true */
+            enabled?: boolean;
+            handoff_department_id?: components["schemas"]["DepartmentId"];
+            /**
+             * @description See BotKind
+             * @default webhook
+             * @enum {string}
+             */
+            kind?: "webhook" | "faq" | "llm";
+            llm?: components["schemas"]["BotLlmSettings"];
+            name: string;
+            webhook_url?: components["schemas"]["BotUrl"];
+        };
+        /**
+         * @description Bot identifier (bot_ and a UUIDv7)
+         * @example bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0
+         */
+        BotId: string;
+        /**
+         * @description `webhook`: events go to `webhook_url`, the bot answers through the API. `faq`: answers from the
+         *     canned responses (a shortcut sent as it is, a title in the message, or enough of the message's
+         *     words in one response), and hands off when nothing matches or the visitor asks for a person
+         *     (person, human, agent, operator, representative, someone). `llm`: asks the chat-completions
+         *     endpoint with the conversation as context, and hands off when the model calls the tool `handoff`,
+         *     answers exactly `[HANDOFF]`, or fails or times out.
+         * @enum {string}
+         */
+        BotKind: "webhook" | "faq" | "llm";
+        BotList: {
+            data: components["schemas"]["Bot"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The chat-completions endpoint; requests go to `{base_url}/chat/completions` */
+        BotLlmSettings: {
+            /** @description Sent as the bearer token (Authorization header); stored, never answered */
+            api_key: string;
+            base_url: components["schemas"]["BotUrl"];
+            model: string;
+            system_prompt?: string;
+            /**
+             * @description No complete answer by then is a failure (the conversation is handed off)
+             * @default 5000
+             */
+            timeout_ms?: number;
+        };
+        BotLlmSettingsPatch: {
+            api_key?: string;
+            base_url?: components["schemas"]["BotUrl"];
+            model?: string;
+            system_prompt?: string;
+            timeout_ms?: number;
+        };
+        BotLlmView: {
+            /** @description A key is stored (it is never shown) */
+            api_key_set: boolean;
+            base_url: string;
+            model: string;
+            system_prompt: string | null;
+            timeout_ms: number;
+        };
         /** @enum {string} */
         BotState: "active" | "handed_off" | "off";
+        BotUpdate: {
+            avatar_url?: components["schemas"]["BotUrl"] | null;
+            enabled?: boolean;
+            handoff_department_id?: components["schemas"]["DepartmentId"] | null;
+            llm?: components["schemas"]["BotLlmSettingsPatch"];
+            name?: string;
+            webhook_url?: components["schemas"]["BotUrl"];
+        };
+        /** Format: uri */
+        BotUrl: string;
+        BotWithSecrets: components["schemas"]["Bot"] & {
+            /** @description The bot's API key (scope `bot`, with `X-Tenant-ID`); shown this once */
+            api_key: string;
+            /** @description Signs the deliveries to `webhook_url` (Standard Webhooks, `whsec_…`); shown this once */
+            secret: string;
+        };
         CannedResponse: {
             content: string;
             created_at: components["schemas"]["Timestamp"];
@@ -1763,6 +1944,29 @@ export interface components {
              */
             type: "conversation.created";
         };
+        ConversationHandedOffData: {
+            assigned_user_id: string | null;
+            /** @description The bot that held the conversation */
+            bot_id: string | null;
+            /**
+             * @description The bot handed off, or a member took over (handoff, assign or transfer)
+             * @enum {string}
+             */
+            by: "bot" | "member";
+            conversation_id: components["schemas"]["ConversationId"];
+            department_id: string | null;
+        };
+        ConversationHandedOffEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationHandedOffData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.handed_off";
+        };
         /**
          * @description Conversation identifier (conv_ and a UUIDv7)
          * @example conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70
@@ -1921,7 +2125,7 @@ export interface components {
          * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
          *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
          */
-        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"];
         EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
@@ -1933,7 +2137,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test";
         File: {
             /** @description Sniffed from the bytes, never taken from the client */
             content_type: string;
@@ -1980,6 +2184,11 @@ export interface components {
         };
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
+        };
+        HandoffRequest: {
+            department_id?: components["schemas"]["DepartmentId"];
+            /** @description Kept as an internal note on the conversation */
+            note?: string;
         };
         Health: {
             /** @constant */
@@ -2046,16 +2255,25 @@ export interface components {
         Message: {
             /** @description The files attached, as they are now (a file deleted since no longer shows) */
             attachments: components["schemas"]["Attachment"][];
+            author?: components["schemas"]["MessageAuthor"];
             content: string;
             conversation_id: components["schemas"]["ConversationId"];
             created_at: components["schemas"]["Timestamp"];
             id: components["schemas"]["MessageId"];
             /** @description Internal notes are never shown to visitors */
             internal: boolean;
-            /** @description usr_…, vis_… or key_… (an integration); null for system messages */
+            /** @description usr_…, vis_…, bot_… (a bot) or key_… (an integration); null for system messages */
             sender_id: string | null;
             sender_type: components["schemas"]["SenderType"];
             type: components["schemas"]["MessageType"];
+        };
+        /** @description Only on a bot's messages — who wrote it, as everyone (visitors included) is shown it. People are never named to visitors. */
+        MessageAuthor: {
+            avatar_url: string | null;
+            id: components["schemas"]["BotId"];
+            name: string;
+            /** @constant */
+            type: "bot";
         };
         MessageCreate: {
             /** @description Files of this tenant that are not attached yet or already in this conversation */
@@ -2261,7 +2479,7 @@ export interface components {
          *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
          *     WebSocket clients type their frames with it.
          */
-        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         /** @description A Stripe event, as Stripe sends it (only the fields read here are named) */
         StripeEvent: {
             created: number;
@@ -2540,7 +2758,7 @@ export interface components {
          * @description A stored event type an endpoint can subscribe to, or `*` for all of them (live signals are never delivered)
          * @enum {string}
          */
-        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "csat.submitted";
+        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "csat.submitted";
         /**
          * @description Webhook endpoint identifier (whk_ and a UUIDv7)
          * @example whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90
@@ -2664,6 +2882,7 @@ export interface components {
         /** @description How the chat bubble looks and greets */
         WidgetSettings: {
             away_message?: string;
+            bot_id?: components["schemas"]["BotId"];
             color?: string;
             greeting?: string;
             /** @enum {string} */
@@ -2672,6 +2891,7 @@ export interface components {
         /** @description Merged into the settings; null puts a key back to its default */
         WidgetSettingsPatch: {
             away_message?: string | null;
+            bot_id?: components["schemas"]["BotId"] | null;
             color?: string | null;
             greeting?: string | null;
             /** @enum {string|null} */
@@ -3037,6 +3257,8 @@ export interface components {
     parameters: {
         /** @description API key identifier */
         ApiKeyIdPath: components["schemas"]["ApiKeyId"];
+        /** @description Bot identifier */
+        BotIdPath: components["schemas"]["BotId"];
         /** @description Canned response identifier */
         CannedResponseIdPath: components["schemas"]["CannedResponseId"];
         /** @description Contact identifier */
@@ -3998,6 +4220,261 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listBots: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of bots, oldest first (keys, secrets and LLM keys are never listed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "name": "Helper",
+                     *           "kind": "faq",
+                     *           "avatar_url": "https://cdn.example.com/helper.png",
+                     *           "webhook_url": null,
+                     *           "enabled": true,
+                     *           "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *           "llm": null,
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BotList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Helper",
+                 *       "kind": "faq",
+                 *       "avatar_url": "https://cdn.example.com/helper.png",
+                 *       "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BotCreate"];
+            };
+        };
+        responses: {
+            /** @description The bot, its API key and its signing secret (shown this once) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Helper",
+                     *       "kind": "faq",
+                     *       "avatar_url": "https://cdn.example.com/helper.png",
+                     *       "webhook_url": null,
+                     *       "enabled": true,
+                     *       "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "llm": null,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z",
+                     *       "api_key": "chat_3q2Vb8a0Zr1sYtP7uWxKc9dEfGhJkLmNoPqRsTuVwXy",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BotWithSecrets"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bot */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa1",
+                     *       "name": "Assistant",
+                     *       "kind": "llm",
+                     *       "avatar_url": null,
+                     *       "webhook_url": null,
+                     *       "enabled": true,
+                     *       "handoff_department_id": null,
+                     *       "llm": {
+                     *         "base_url": "https://llm.example.com/v1",
+                     *         "model": "small-chat",
+                     *         "system_prompt": "You answer questions about our shop.",
+                     *         "timeout_ms": 5000,
+                     *         "api_key_set": true
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Bot"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["BotUpdate"];
+            };
+        };
+        responses: {
+            /** @description The bot as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Helper",
+                     *       "kind": "faq",
+                     *       "avatar_url": "https://cdn.example.com/helper.png",
+                     *       "webhook_url": null,
+                     *       "enabled": true,
+                     *       "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "llm": null,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Bot"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listCannedResponses: {
         parameters: {
             query?: {
@@ -4821,6 +5298,74 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    handoffConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "note": "The visitor asks for a refund"
+                 *     }
+                 */
+                "application/json": components["schemas"]["HandoffRequest"];
+            };
+        };
+        responses: {
+            /** @description Handed off */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "message": "Conversation handed off",
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": null,
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "handed_off",
+                     *         "last_message": "You are now talking with our team.",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 0,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null,
+                     *         "satisfaction": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransferResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7576,6 +8121,7 @@ export interface credentials {
     createApiKey: securitySchemes['bearerAuth'];
     createBillingCheckout: securitySchemes['bearerAuth'];
     createBillingPortal: securitySchemes['bearerAuth'];
+    createBot: securitySchemes['bearerAuth'];
     createCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7584,6 +8130,7 @@ export interface credentials {
     createWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWsTicket: securitySchemes['bearerAuth'];
+    deleteBot: securitySchemes['bearerAuth'];
     deleteCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteDepartment: securitySchemes['bearerAuth'];
@@ -7594,8 +8141,9 @@ export interface credentials {
     forgotPassword: Record<string, never>;
     getBillingSubscription: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getBillingUsage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getBot: securitySchemes['bearerAuth'];
     getContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
-    getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getHealth: Record<string, never>;
@@ -7605,15 +8153,17 @@ export interface credentials {
     getWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidgetFile: securitySchemes['visitorAuth'];
+    handoffConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listApiKeys: securitySchemes['bearerAuth'];
     listBillingInvoices: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listBots: securitySchemes['bearerAuth'];
     listCannedResponses: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listContacts: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listConversations: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listDepartments: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listDomains: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listEvents: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
-    listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTeamMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTenantMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listVisitors: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7639,12 +8189,13 @@ export interface credentials {
     rotateApiKey: securitySchemes['bearerAuth'];
     rotateWebhookSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     rotateWidgetSecret: securitySchemes['bearerAuth'];
-    sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendWidgetMessage: securitySchemes['visitorAuth'];
     startWidgetConversation: securitySchemes['visitorAuth'];
     startWidgetSession: Record<string, never>;
     testWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     transferConversation: securitySchemes['bearerAuth'];
+    updateBot: securitySchemes['bearerAuth'];
     updateCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);

@@ -60,6 +60,8 @@ import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 import { webhookHandlers } from './webhooks/webhook.handlers.ts';
 import { WebhookService } from './webhooks/webhook.service.ts';
+import { botHandlers } from './bots/bot.handlers.ts';
+import { BotService } from './bots/bot.service.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -130,6 +132,7 @@ export function createServices(deps: AppDeps) {
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
@@ -161,6 +164,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...fileHandlers(services.files),
     ...ticketHandlers(services.tickets),
     ...webhookHandlers(services.webhooks),
+    ...botHandlers(services.bots),
     ...billingHandlers(services.billing),
     ...options.handlers,
   };

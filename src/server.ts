@@ -26,12 +26,14 @@ import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
+import { BotRunner } from './bots/bot.runner.ts';
 
 export interface RunningService {
   server: Server;
   gateway: RealtimeGateway;
   scheduler: Scheduler;
   webhooks: WebhookDispatcher;
+  bots: BotRunner;
   url: string;
   stop(): Promise<void>;
 }
@@ -132,6 +134,17 @@ export async function startService(config: Config): Promise<RunningService> {
   const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
+  // Bots hear of their conversations through the same outbox, with the webhooks' address rule and timeout.
+  const bots = new BotRunner({
+    database,
+    logger,
+    bus,
+    allowPrivate: config.webhooks.allowPrivate,
+    timeoutMs: config.webhooks.timeoutMs,
+    pollMs: config.webhooks.pollMs,
+    services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
+  });
+  bots.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -143,6 +156,7 @@ export async function startService(config: Config): Promise<RunningService> {
       logger.info('shutting down');
       await scheduler.stop();
       await webhooks.stop();
+      await bots.stop();
       await wakeups?.close();
       await gateway.close();
       await sessions.close();
@@ -163,7 +177,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await tracing?.stopTracing();
       logger.info('stopped');
     })());
-  return { server, gateway, scheduler, webhooks, url, stop };
+  return { server, gateway, scheduler, webhooks, bots, url, stop };
 }
 
 async function main(): Promise<void> {

@@ -9,6 +9,7 @@
 import type * as apiKey from '../../src/api-keys/api-key.repository.ts';
 import type * as auth from '../../src/auth/auth.repository.ts';
 import type * as billing from '../../src/billing/billing.repository.ts';
+import type * as bot from '../../src/bots/bot.repository.ts';
 import type * as cannedResponse from '../../src/canned-responses/canned-response.repository.ts';
 import type * as contact from '../../src/contacts/contact.repository.ts';
 import type * as conversation from '../../src/conversations/conversation.repository.ts';
@@ -103,6 +104,36 @@ export const samples: Record<string, Record<string, unknown>> = {
     updateCannedResponse: ['cr', { title: 't' }, NOW],
     deleteCannedResponse: ['cr'],
   }),
+  'bots/bot.repository.ts': of<typeof bot>({
+    insertBot: [
+      {
+        id: 'bot',
+        tenant_id: 'tn',
+        name: 'n',
+        kind: 'faq',
+        avatar_url: null,
+        webhook_url: null,
+        enabled: true,
+        secret: 'whsec_x',
+        handoff_department_id: null,
+        settings: {},
+        now: NOW,
+      },
+    ],
+    listBots: [PAGE],
+    findBot: { cases: { read: ['bot'], lock: ['bot', { lock: true }] } },
+    updateBot: ['bot', { name: 'n', enabled: false, settings: {} }, NOW],
+    deleteBot: ['bot', NOW],
+    departmentExists: ['d'],
+    ensureCursor: ['bots', { txid: '1', position: 1 }],
+    lockCursor: ['bots'],
+    advanceCursor: ['bots', { txid: '2', position: 2 }],
+    conversationsHeldByBots: [['conv', 'conv2']],
+    insertBotDeliveries: [[{ id: 'btd', tenant_id: 'tn', bot_id: 'bot', conversation_id: 'conv', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
+    claimDueBotDeliveries: [10, 'token', 15_000],
+    recordBotSuccess: ['btd', 'token', 200],
+    recordBotFailure: { cases: { 'to retry': ['btd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['btd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
+  }),
   'contacts/contact.repository.ts': of<typeof contact>({
     listContacts: { cases: { first: [{}, { limit: 20 }], 'search, after a cursor': [{ q: 'q' }, { limit: 20, after: AFTER }] } },
     findContact: { cases: { read: ['ct'], lock: ['ct', { lock: true }] } },
@@ -126,6 +157,8 @@ export const samples: Record<string, Record<string, unknown>> = {
         department_id: null,
         assigned_user_id: null,
         widget_id: 'wgt',
+        bot_id: 'bot',
+        bot_state: 'active',
         now: NOW,
       },
     ],
@@ -149,6 +182,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     },
     departmentExists: ['d'],
     departmentCandidates: ['d'],
+    teamCandidates: ['tn'],
     markAssigned: ['usr', NOW],
     releaseConversationsOf: ['usr', NOW],
     insertSurvey: [{ id: 'srv', tenant_id: 'tn', conversation_id: 'conv', created_at: NOW }],

@@ -62,6 +62,8 @@ insert into
     "department_id",
     "assigned_user_id",
     "widget_id",
+    "bot_id",
+    "bot_state",
     "last_activity_at",
     "created_at",
     "updated_at"
@@ -80,7 +82,9 @@ values
     $10,
     $11,
     $12,
-    $13
+    $13,
+    $14,
+    $15
   );
 
 -- conversation.updateConversation
@@ -259,6 +263,26 @@ from
   and "m"."user_id" = "dm"."user_id"
 where
   "dm"."department_id" = $2
+  and "m"."status" = $3
+  and "m"."seat" = $4;
+
+-- conversation.teamCandidates
+select
+  "m"."user_id",
+  "m"."last_assigned_at",
+  (
+    select
+      count(*) as "n"
+    from
+      "conversations" as "c"
+    where
+      "c"."assigned_user_id" = "m"."user_id"
+      and "c"."status" <> $1
+  ) as "open_conversations"
+from
+  "memberships" as "m"
+where
+  "m"."tenant_id" = $2
   and "m"."status" = $3
   and "m"."seat" = $4;
 

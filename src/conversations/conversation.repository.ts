@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { cappedCount } from '../db/paginate.ts';
-import type { ConversationStatus, Priority } from '../db/schema.ts';
+import type { BotState, ConversationStatus, Priority } from '../db/schema.ts';
 
 // Every query here runs as the request role, so row-level security keeps it inside the tenant.
 
@@ -46,6 +46,9 @@ export async function insertConversation(
     department_id: string | null;
     assigned_user_id: string | null;
     widget_id?: string | null;
+    /** A widget's bot takes the conversation first. */
+    bot_id?: string | null;
+    bot_state?: BotState;
     now: Date;
   },
 ) {
@@ -65,6 +68,7 @@ export async function updateConversation(
     subject: string | null;
     department_id: string | null;
     assigned_user_id: string | null;
+    bot_state: BotState;
     closed_at: Date | null;
     last_message: string;
     last_message_at: Date;
@@ -163,6 +167,25 @@ export async function departmentCandidates(trx: Tx, departmentId: string) {
         .as('open_conversations'),
     )
     .where('dm.department_id', '=', departmentId)
+    .where('m.status', '=', 'active')
+    .where('m.seat', '=', 'full')
+    .execute();
+}
+
+/** Every active full-seat member of the team, as departmentCandidates answers them (a handoff to no department). */
+export async function teamCandidates(trx: Tx, tenantId: string) {
+  return trx
+    .selectFrom('memberships as m')
+    .select(['m.user_id', 'm.last_assigned_at'])
+    .select((eb) =>
+      eb
+        .selectFrom('conversations as c')
+        .select(eb.fn.countAll<number>().as('n'))
+        .whereRef('c.assigned_user_id', '=', 'm.user_id')
+        .where('c.status', '<>', 'closed')
+        .as('open_conversations'),
+    )
+    .where('m.tenant_id', '=', tenantId)
     .where('m.status', '=', 'active')
     .where('m.seat', '=', 'full')
     .execute();

@@ -8,13 +8,14 @@ import { appendMessage, conversationClosed } from '../messages/message.service.t
 import type { PresenceStore } from '../presence/presence.ts';
 import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
-import { AppError, invalidInput, notFound } from '../shared/errors.ts';
+import { AppError, conflict, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { DEFAULT_PAGE_SIZE, keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
 import * as tenantRepo from '../tenants/tenant.repository.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
 import { visitorExists } from '../visitors/visitor.service.ts';
+import { botInTransaction, checkBotAccess } from '../bots/bot.service.ts';
 import * as repo from './conversation.repository.ts';
 
 type S = components['schemas'];
@@ -24,6 +25,7 @@ type ConversationDto = S['Conversation'];
 export const VISITOR_NOTICES = {
   transferred: 'Your conversation has been transferred to another agent.',
   reopened: 'This conversation has been reopened.',
+  handedOff: 'You are now talking with our team. Someone will be with you shortly.',
   closed: 'This conversation has been closed.',
   survey: 'How would you rate this conversation? Answer with a rating from 1 to 5.',
 } as const;
@@ -109,6 +111,7 @@ export class ConversationService {
   async #load(trx: Tx, principal: Principal, id: string): Promise<ConversationDto> {
     const row = await repo.findConversation(trx, id, callerIdOf(principal));
     if (!row) throw notFound('Conversation');
+    checkBotAccess(row, principal, false);
     return toConversationDto(row);
   }
 
@@ -232,6 +235,10 @@ export class ConversationService {
       const now = new Date();
       await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee }, now);
       if (assignee) await repo.markAssigned(trx, assignee, now);
+      // An agent taking a bot's conversation takes it over from the bot.
+      if (assignee && conversation.bot_state === 'active') {
+        await this.#handOff(trx, emit, conversation, { by: 'member', assignee, departmentId: conversation.department_id }, now);
+      }
       await emit(
         'conversation.assigned',
         { conversation_id: id, assigned_user_id: assignee, previous_assigned_user_id: conversation.assigned_user_id },
@@ -271,8 +278,64 @@ export class ConversationService {
         { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
         { conversationId: id, internal: true, recipients: [assignee] },
       );
+      if (conversation.bot_state === 'active') await this.#handOff(trx, emit, conversation, { by: 'member', assignee, departmentId }, now);
       return { message: 'Conversation transferred', conversation: await this.#load(trx, principal, id) };
     });
+  }
+
+  /**
+   * The bot that holds the conversation, or a member taking over, hands it to the team: routed like a
+   * transfer (the department named, else the bot's handoff department, else the whole team; a member
+   * without a department takes it), bot_state handed_off, conversation.handed_off.
+   */
+  async handoff(principal: Principal, id: string, input: S['HandoffRequest']): Promise<S['TransferResult']> {
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      checkBotAccess(conversation, principal, true);
+      if (conversation.status === 'closed') throw conversationClosed();
+      if (conversation.bot_state !== 'active') throw conflict('No bot holds this conversation: there is nothing to hand off');
+      const bot = conversation.bot_id ? await botInTransaction(trx, conversation.bot_id) : undefined;
+      const departmentId = input.department_id ?? bot?.handoff_department_id ?? conversation.department_id;
+      let assignee: string | null;
+      if (input.department_id !== undefined) assignee = await this.#pickFromDepartment(trx, principal.tenantId, input.department_id);
+      else if (principal.kind === 'user') assignee = principal.userId;
+      else assignee = await this.#pickOrQueue(trx, principal.tenantId, departmentId);
+      const now = new Date();
+      await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee, department_id: departmentId }, now);
+      if (assignee) await repo.markAssigned(trx, assignee, now);
+      if (input.note) {
+        const author = principal.kind === 'user' ? { sender_type: 'user' as const, sender_id: principal.userId } : { sender_type: 'bot' as const, sender_id: callerIdOf(principal) };
+        await appendMessage(trx, emit, conversation, { ...author, type: 'note', content: input.note, internal: true }, now);
+      }
+      await this.#handOff(trx, emit, conversation, { by: principal.kind === 'user' ? 'member' : 'bot', assignee, departmentId }, now);
+      return { message: 'Conversation handed off', conversation: await this.#load(trx, principal, id) };
+    });
+  }
+
+  // The bot lets go: bot_state handed_off, the visitor told without names, conversation.handed_off to the team.
+  async #handOff(
+    trx: Tx,
+    emit: Emit,
+    conversation: { id: string; tenant_id: string; bot_id: string | null },
+    to: { by: 'bot' | 'member'; assignee: string | null; departmentId: string | null },
+    now: Date,
+  ) {
+    await repo.updateConversation(trx, conversation.id, { bot_state: 'handed_off' }, now);
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.handedOff }, now);
+    await emit(
+      'conversation.handed_off',
+      { conversation_id: conversation.id, bot_id: conversation.bot_id, by: to.by, assigned_user_id: to.assignee, department_id: to.departmentId },
+      { conversationId: conversation.id, internal: true, ...(to.assignee ? { recipients: [to.assignee] } : {}) },
+    );
+  }
+
+  // A bot's handoff never fails for want of an agent: with nobody to pick it waits, open, in the queue.
+  async #pickOrQueue(trx: Tx, tenantId: string, departmentId: string | null): Promise<string | null> {
+    if (departmentId) {
+      if (!(await repo.departmentExists(trx, departmentId))) return null;
+      return this.#rank(tenantId, await repo.departmentCandidates(trx, departmentId));
+    }
+    return this.#rank(tenantId, await repo.teamCandidates(trx, tenantId));
   }
 
   async close(principal: Principal, id: string): Promise<S['ConversationResult']> {
@@ -322,10 +385,13 @@ export class ConversationService {
   // has waited longest since their last assignment (never assigned counts as longest).
   async #pickFromDepartment(trx: Tx, tenantId: string, departmentId: string): Promise<string> {
     if (!(await repo.departmentExists(trx, departmentId))) throw invalidDepartment();
-    const candidates = await repo.departmentCandidates(trx, departmentId);
-    if (candidates.length === 0) {
-      throw new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
-    }
+    const picked = await this.#rank(tenantId, await repo.departmentCandidates(trx, departmentId));
+    if (!picked) throw new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
+    return picked;
+  }
+
+  async #rank(tenantId: string, candidates: { user_id: string; last_assigned_at: Date | null; open_conversations: number | null }[]): Promise<string | null> {
+    if (candidates.length === 0) return null;
     const presence = await this.#presence.presenceOf(tenantId, candidates.map((c) => c.user_id));
     const ranked = candidates
       .map((c) => ({

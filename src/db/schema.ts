@@ -76,6 +76,8 @@ export interface DB {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   feed_cursors: FeedCursorsTable;
+  bots: BotsTable;
+  bot_deliveries: BotDeliveriesTable;
   billing_accounts: BillingAccountsTable;
   billing_invoices: BillingInvoicesTable;
   stripe_events: StripeEventsTable;
@@ -118,6 +120,8 @@ export interface ApiKeysTable {
   rotated_at: Date | null;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  /** A bot's own key (scope 'bot'); null for an integration's key. */
+  bot_id: string | null;
 }
 
 export type MailTokenPurpose = 'verify_email' | 'reset_password' | 'invitation';
@@ -184,6 +188,8 @@ export interface ConversationsTable {
   closed_at: Date | null;
   /** Messages that count as unread for someone: all but system notices. */
   message_count: Generated<number>;
+  /** The bot the conversation was given; bot_state says whether it still holds it. */
+  bot_id: string | null;
 }
 
 /**
@@ -214,6 +220,9 @@ export interface MessagesTable {
   internal: Generated<boolean>;
   attachments: ColumnType<string[], string | undefined, string>;
   created_at: ColumnType<Date, Date | string | undefined, never>;
+  /** A bot's name and avatar when it wrote the message (what the visitor is shown). */
+  sender_name: string | null;
+  sender_avatar_url: string | null;
 }
 
 export interface ReadMarksTable {
@@ -390,6 +399,45 @@ export interface FeedCursorsTable {
   txid: string;
   position: number;
   updated_at: UpdatedAt;
+}
+
+export type BotKind = 'webhook' | 'faq' | 'llm';
+
+export interface BotsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  kind: BotKind;
+  avatar_url: string | null;
+  webhook_url: string | null;
+  enabled: Generated<boolean>;
+  secret: string;
+  handoff_department_id: string | null;
+  settings: Json;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export type Bot = Selectable<BotsTable>;
+
+export interface BotDeliveriesTable {
+  id: string;
+  tenant_id: string;
+  bot_id: string;
+  conversation_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  status: Generated<'pending' | 'succeeded' | 'failed'>;
+  attempts: Generated<number>;
+  retry_step: Generated<number>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lock_token: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: CreatedAt;
+  delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export type SubscriptionStatus = 'incomplete' | 'incomplete_expired' | 'trialing' | 'active' | 'past_due' | 'canceled' | 'unpaid' | 'paused';

@@ -14,6 +14,7 @@ export interface EventPayloads {
   'conversation.transferred': S['ConversationTransferredData'];
   'conversation.closed': S['ConversationClosedData'];
   'conversation.reopened': S['ConversationReopenedData'];
+  'conversation.handed_off': S['ConversationHandedOffData'];
   'message.created': S['MessageCreatedData'];
   'message.read': S['MessageReadData'];
   'csat.submitted': S['CsatSubmittedData'];

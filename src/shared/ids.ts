@@ -18,6 +18,8 @@ export const ID_PREFIXES = {
   session: 'ses',
   webhook: 'whk',
   webhookDelivery: 'whd',
+  bot: 'bot',
+  botDelivery: 'btd',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

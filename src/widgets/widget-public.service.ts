@@ -22,6 +22,7 @@ import { originAllowed } from './domain.ts';
 import { recordVisitorPage, recordVisitorSession } from '../visitors/visitor.service.ts';
 import { contactForEmail } from '../contacts/contact.service.ts';
 import * as repo from './widget.repository.ts';
+import { botInTransaction } from '../bots/bot.service.ts';
 
 type S = components['schemas'];
 
@@ -143,6 +144,8 @@ export class WidgetPublicService {
       await this.#limits.assertConversationAvailable(trx, visitor.tenantId);
       const now = new Date();
       const id = newId('conversation');
+      // The widget's bot, while it is enabled, takes the conversation first: no agent is picked.
+      const bot = await this.#botOf(trx, visitor.widgetId);
       await conversationRepo.insertConversation(trx, {
         id,
         tenant_id: visitor.tenantId,
@@ -154,6 +157,7 @@ export class WidgetPublicService {
         department_id: null,
         assigned_user_id: null,
         widget_id: visitor.widgetId,
+        ...(bot ? { bot_id: bot.id, bot_state: 'active' as const } : {}),
         now,
       });
       const created = await conversationRepo.findConversation(trx, id, visitor.visitorId);
@@ -209,6 +213,14 @@ export class WidgetPublicService {
       );
       return { survey_id: survey.id, conversation_id: conversationId, rating: input.rating, comment, answered_at: answeredAt.toISOString() };
     });
+  }
+
+  async #botOf(trx: Tx, widgetId: string) {
+    const widget = await repo.findWidget(trx, widgetId);
+    const botId = (widget?.settings as { bot_id?: unknown } | undefined)?.bot_id;
+    if (typeof botId !== 'string') return undefined;
+    const bot = await botInTransaction(trx, botId);
+    return bot?.enabled ? bot : undefined;
   }
 
   // A conversation of this visitor, or "not found" (whoever else it belongs to).
