@@ -59,6 +59,8 @@ import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 import { webhookHandlers } from './webhooks/webhook.handlers.ts';
 import { WebhookService } from './webhooks/webhook.service.ts';
+import { workflowHandlers } from './workflows/workflow.handlers.ts';
+import { WorkflowService } from './workflows/workflow.service.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -128,6 +130,8 @@ export function createServices(deps: AppDeps) {
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    // A workflow's webhook action goes where a webhook endpoint may.
+    workflows: new WorkflowService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
@@ -159,6 +163,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...fileHandlers(services.files),
     ...ticketHandlers(services.tickets),
     ...webhookHandlers(services.webhooks),
+    ...workflowHandlers(services.workflows),
     ...billingHandlers(services.billing),
     ...options.handlers,
   };

@@ -18,6 +18,8 @@ export const ID_PREFIXES = {
   session: 'ses',
   webhook: 'whk',
   webhookDelivery: 'whd',
+  workflow: 'wf',
+  workflowRun: 'wfr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
