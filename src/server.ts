@@ -26,12 +26,14 @@ import { createMailer } from './mail/mailer.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
+import { WorkflowRunner, idleJob } from './workflows/workflow.runner.ts';
 
 export interface RunningService {
   server: Server;
   gateway: RealtimeGateway;
   scheduler: Scheduler;
   webhooks: WebhookDispatcher;
+  workflows: WorkflowRunner;
   url: string;
   stop(): Promise<void>;
 }
@@ -124,12 +126,27 @@ export async function startService(config: Config): Promise<RunningService> {
   const scheduler = new Scheduler({
     database,
     logger,
-    jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
+    jobs: [
+      ...retentionJobs(config.retention),
+      orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs }),
+      // Idle conversations are looked for every minute: an idle workflow fires within about a minute and a half.
+      idleJob({ bus, intervalMs: 60_000 }),
+    ],
   });
   scheduler.start();
   const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
+  const workflows = new WorkflowRunner({
+    database,
+    logger,
+    bus,
+    mailer,
+    conversations: services.conversations,
+    allowPrivate: config.webhooks.allowPrivate,
+    timeoutMs: config.webhooks.timeoutMs,
+  });
+  workflows.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -141,6 +158,7 @@ export async function startService(config: Config): Promise<RunningService> {
       logger.info('shutting down');
       await scheduler.stop();
       await webhooks.stop();
+      await workflows.stop();
       await gateway.close();
       await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
@@ -160,7 +178,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await tracing?.stopTracing();
       logger.info('stopped');
     })());
-  return { server, gateway, scheduler, webhooks, url, stop };
+  return { server, gateway, scheduler, webhooks, workflows, url, stop };
 }
 
 async function main(): Promise<void> {
