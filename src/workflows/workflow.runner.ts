@@ -274,7 +274,7 @@ export class WorkflowRunner {
             this.#o.bus,
             run.tenant_id,
             async (trx, emit) => {
-              let detail: string | null = null;
+              let detail: string | null;
               let status: StoredOutcome['status'] = 'succeeded';
               try {
                 detail = await this.#change(trx, emit, run, action);
