@@ -53,6 +53,7 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('DomainIdPath')) return newId('domain');
       if (refs.includes('FileIdPath')) return newId('file');
       if (refs.includes('WebhookIdPath')) return newId('webhook');
+      if (refs.includes('WorkflowIdPath')) return newId('workflow');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );

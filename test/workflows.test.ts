@@ -614,6 +614,38 @@ describe('workflows', () => {
       expect((await messagesOf(t, quiet10.id)).filter((m) => m.content === 'Are you still there?')).to.have.length(2);
     });
 
+    it("a visitor's message starts the silence anew, a member's does not; widget conditions read the visitor's widget", async () => {
+      const t = await tenant();
+      const auth = bearer(t.owner.accessToken);
+      const widget = (await request(app).post('/api/v1/widgets').set(auth).send({ name: 'Site' }).expect(201)).body;
+      await request(app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'shop.example' }).expect(201);
+      const wf = await createWorkflow(t, {
+        trigger: { type: 'message.created' },
+        conditions: [
+          { field: 'conversation.widget_id', operator: 'equals', value: widget.id },
+          { field: 'message.sender_type', operator: 'equals', value: 'visitor' },
+        ],
+        actions: [{ type: 'set_priority', priority: 'high' }],
+      });
+      const origin = 'https://shop.example';
+      const started = await request(app).post('/api/v1/widget/sessions').set('Origin', origin).send({ widget_id: widget.id, page_url: `${origin}/` }).expect(201);
+      const asVisitor = { Authorization: `Bearer ${started.body.visitor_token}`, Origin: origin };
+      const conv = (await request(app).post('/api/v1/widget/conversations').set(asVisitor).send({ content: 'Hello?' }).expect(201)).body;
+      const visitorAt = async () =>
+        (await h.database.withTenant(t.tenantId, (trx) => trx.selectFrom('conversations').select('last_visitor_message_at').where('id', '=', conv.id).executeTakeFirstOrThrow()))
+          .last_visitor_message_at;
+      const first = await visitorAt();
+      const [hello] = await messagesOf(t, conv.id);
+      expect(first?.getTime()).to.equal(hello!.created_at.getTime());
+      await send(t, conv.id, 'Hi, how can I help?');
+      expect((await visitorAt())?.getTime()).to.equal(first!.getTime());
+      await request(app).post(`/api/v1/widget/conversations/${conv.id}/messages`).set(asVisitor).send({ content: 'About shipping' }).expect(201);
+      expect((await visitorAt())!.getTime()).to.be.greaterThan(first!.getTime());
+      const runs = await finishedRuns(t, wf.id, 3);
+      expect(runs.map((r) => r.status)).to.deep.equal(['succeeded', 'skipped', 'succeeded']);
+      expect((await conversationOf(t, conv.id)).priority).to.equal('high');
+    });
+
     it('a closed conversation is never idle', async () => {
       const t = await tenant();
       await madeADayAgo((await createWorkflow(t, { trigger: { type: 'conversation.idle', minutes: 1 }, actions: [{ type: 'close' }] })).id);
