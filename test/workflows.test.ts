@@ -543,6 +543,7 @@ describe('workflows', () => {
         extraRunners.push(paused);
         const [run] = await finishedRuns(t, wf.id);
         expect(run).to.include({ status: 'skipped', skip_reason: 'disabled', conversation_id: conv.id });
+        expect(run!.actions[0]).to.include({ status: 'skipped', detail: 'the workflow was disabled' });
         expect((await conversationOf(t, conv.id)).status).to.equal('open');
         await paused.stop();
         expect(await runsOf(t, wf.id)).to.have.length(1);

@@ -241,11 +241,14 @@ export class WorkflowRunner {
     const outcomes = run.actions as unknown as StoredOutcome[];
     const record = (trx: Parameters<typeof repo.recordRun>[0], progress: Parameters<typeof repo.recordRun>[3]) => repo.recordRun(trx, run.id, token, progress);
     const event = JSON.parse(run.event_body) as S['Event'];
-    if (!run.enabled) {
-      await this.#o.database.withTenant(run.tenant_id, (trx) => record(trx, { actions: outcomes, status: 'skipped', skip_reason: 'disabled' }));
+    // A run that has begun finishes (or retries) with the actions it began with, even if disabled since.
+    const started = outcomes.some((o) => o.attempts > 0);
+    if (!started && !run.enabled) {
+      const skipped = outcomes.map((o) => ({ ...o, status: 'skipped' as const, detail: 'the workflow was disabled' }));
+      await this.#o.database.withTenant(run.tenant_id, (trx) => record(trx, { actions: skipped, status: 'skipped', skip_reason: 'disabled' }));
       return;
     }
-    if (outcomes.every((o) => o.status === 'pending' && o.attempts === 0)) {
+    if (!started) {
       const holds = await this.#o.database.withTenant(run.tenant_id, async (trx) => {
         if (await this.#conditionsHold(trx, run, event)) return true;
         await record(trx, { actions: outcomes.map((o) => ({ ...o, status: 'skipped', detail: 'the conditions did not hold' })), status: 'skipped', skip_reason: 'conditions' });
