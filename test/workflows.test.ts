@@ -178,6 +178,16 @@ describe('workflows', () => {
       const strictApp = buildApp({ ...h.deps, bus, config: { ...h.deps.config, webhooks: { allowPrivate: false, requireHttps: true } } }).app;
       const refused = await request(strictApp).post('/api/v1/workflows').set(auth).send({ ...valid, actions: [{ type: 'webhook', url: 'https://169.254.169.254/latest' }] });
       expect(expectProblem(refused, 400, 'ERR_VALIDATION').errors[0].path).to.equal('/body/actions/0/url');
+      // A trigger change is checked against the conditions the workflow keeps.
+      const onMessages = await createWorkflow(t, { ...valid, trigger: { type: 'message.created' }, conditions: [{ field: 'message.content', operator: 'contains', value: 'x' }] });
+      const retrigger = await request(app).patch(`/api/v1/workflows/${onMessages.id}`).set(auth).send({ trigger: { type: 'conversation.closed' } });
+      expect(expectProblem(retrigger, 400, 'ERR_VALIDATION').errors).to.deep.equal([{ path: '/body/conditions/0/field', message: 'message fields need the message.created trigger' }]);
+      // Only what changes is checked: a workflow whose department is gone can still be disabled.
+      const dept = (await request(app).post('/api/v1/departments').set(auth).send({ name: `D ${newUuid()}` }).expect(201)).body;
+      const transferring = await createWorkflow(t, { ...valid, actions: [{ type: 'transfer', department_id: dept.id }] });
+      await request(app).delete(`/api/v1/departments/${dept.id}`).set(auth).expect(200);
+      await request(app).patch(`/api/v1/workflows/${transferring.id}`).set(auth).send({ enabled: false }).expect(200);
+      expectProblem(await request(app).patch(`/api/v1/workflows/${transferring.id}`).set(auth).send({ actions: [{ type: 'transfer', department_id: dept.id }] }), 422, 'ERR_INVALID_DEPARTMENT');
       const other = await tenant();
       const theirs = await createWorkflow(other, valid);
       expectProblem(await request(app).get(`/api/v1/workflows/${theirs.id}`).set(auth), 404, 'ERR_NOT_FOUND');

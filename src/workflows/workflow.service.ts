@@ -159,8 +159,11 @@ export class WorkflowService {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const current = await repo.findWorkflow(trx, id);
       if (!current) throw notFound('Workflow');
-      const trigger = input.trigger ?? (current.trigger as S['WorkflowTrigger']);
-      await this.#check(trx, trigger, input.conditions ?? (current.conditions as S['WorkflowCondition'][]), input.actions ?? (current.actions as S['WorkflowAction'][]));
+      // Only what changes is checked: a workflow whose department was deleted since can still be disabled.
+      if (input.trigger !== undefined || input.conditions !== undefined || input.actions !== undefined) {
+        const trigger = input.trigger ?? (current.trigger as S['WorkflowTrigger']);
+        await this.#check(trx, trigger, input.conditions ?? (current.conditions as S['WorkflowCondition'][]), input.actions ?? []);
+      }
       const updated = await repo.updateWorkflow(
         trx,
         id,
