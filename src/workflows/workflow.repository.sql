@@ -155,7 +155,10 @@ where
     where
       "m"."conversation_id" = "c"."id"
       and "m"."minutes" = $6
-      and "m"."fired_for" >= coalesce(c.last_visitor_message_at, c.created_at)
+      and "m"."fired_for" >= date_trunc(
+        'milliseconds',
+        coalesce(c.last_visitor_message_at, c.created_at)
+      )
   )
 order by
   coalesce(c.last_visitor_message_at, c.created_at)

@@ -128,7 +128,8 @@ export async function idleConversations(trx: Tx, tenantId: string, minutes: numb
             .select('m.minutes')
             .whereRef('m.conversation_id', '=', 'c.id')
             .where('m.minutes', '=', minutes)
-            .where('m.fired_for', '>=', idleSince),
+            // Marks come back from the application in milliseconds; the column keeps microseconds.
+            .where('m.fired_for', '>=', sql<Date>`date_trunc('milliseconds', ${idleSince})`),
         ),
       ),
     )
