@@ -1581,6 +1581,79 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's workflows */
+        get: operations["listWorkflows"];
+        put?: never;
+        /**
+         * Add a workflow
+         * @description A workflow runs its actions, in order, for each event of its trigger that happens from now on and
+         *     meets all its conditions. Runs start after the change that made the event has committed (the
+         *     request that made it never waits for them), once per (workflow, event), and are retried while an
+         *     action fails for a passing reason (a mail server or receiver down, a 5xx, a timeout). What a run
+         *     changes can trigger other workflows; a chain stops at depth 3 (the fourth run is recorded as
+         *     skipped for depth). The `secret` of this answer signs the posts of `webhook` actions (Standard
+         *     Webhooks); it is shown only here. A `webhook` action's URL is checked like a webhook endpoint's.
+         */
+        post: operations["createWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workflows/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a workflow */
+        get: operations["getWorkflow"];
+        put?: never;
+        post?: never;
+        /** Remove a workflow and its runs */
+        delete: operations["deleteWorkflow"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a workflow, or enable or disable it
+         * @description Each field given replaces the workflow's. Runs already started keep the actions they started with;
+         *     runs of a disabled workflow that have not started are skipped.
+         */
+        patch: operations["updateWorkflow"];
+        trace?: never;
+    };
+    "/v1/workflows/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        /** The workflow's runs, newest first, each with its actions' outcomes */
+        get: operations["listWorkflowRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ws/tickets": {
         parameters: {
             query?: never;
@@ -1646,7 +1719,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /** @enum {string} */
-        ApiKeyScope: "tenant:read" | "tenant:write" | "team:read" | "conversations:read" | "conversations:write" | "messages:read" | "messages:write" | "visitors:read" | "contacts:read" | "contacts:write" | "widgets:read" | "widgets:write" | "canned_responses:read" | "canned_responses:write" | "files:read" | "files:write" | "billing:read" | "webhooks:read" | "webhooks:write";
+        ApiKeyScope: "tenant:read" | "tenant:write" | "team:read" | "conversations:read" | "conversations:write" | "messages:read" | "messages:write" | "visitors:read" | "contacts:read" | "contacts:write" | "widgets:read" | "widgets:write" | "canned_responses:read" | "canned_responses:write" | "files:read" | "files:write" | "billing:read" | "webhooks:read" | "webhooks:write" | "workflows:read" | "workflows:write";
         ApiKeyWithSecret: components["schemas"]["ApiKey"] & {
             /** @description The key's value; shown only in this answer */
             key: string;
@@ -1825,6 +1898,14 @@ export interface components {
             id: string;
             url: string;
         };
+        /** @description Closes the conversation as a member's close does (notice and satisfaction survey) */
+        CloseAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "close";
+        };
         Contact: {
             company: string | null;
             created_at: components["schemas"]["Timestamp"];
@@ -1906,13 +1987,21 @@ export interface components {
         ConversationClosedData: {
             closed_at: components["schemas"]["Timestamp"];
             conversation_id: components["schemas"]["ConversationId"];
-            survey_id: string;
+            /** @description The satisfaction survey the close started; null when a workflow closed without one (skip_survey) */
+            survey_id: string | null;
         };
         ConversationClosedEvent: {
             created_at: components["schemas"]["Timestamp"];
             data: components["schemas"]["ConversationClosedData"];
             id: components["schemas"]["EventId"];
             tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.closed";
+        };
+        ConversationClosedTrigger: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1938,6 +2027,13 @@ export interface components {
             data: components["schemas"]["ConversationCreatedData"];
             id: components["schemas"]["EventId"];
             tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.created";
+        };
+        ConversationCreatedTrigger: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1972,6 +2068,32 @@ export interface components {
          * @example conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70
          */
         ConversationId: string;
+        /** @description A conversation has been waiting `minutes` for the visitor (written for the idle triggers of the tenant's workflows; members only) */
+        ConversationIdleData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            idle_since: components["schemas"]["Timestamp"];
+            minutes: number;
+        };
+        ConversationIdleEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationIdleData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.idle";
+        };
+        /** @description A conversation that is not closed, `minutes` after the visitor's last message (or its start, when the visitor has not written); once until the visitor writes again */
+        ConversationIdleTrigger: {
+            minutes: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.idle";
+        };
         ConversationList: {
             data: components["schemas"]["Conversation"][];
             pagination: components["schemas"]["Pagination"];
@@ -2125,7 +2247,7 @@ export interface components {
          * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
          *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
          */
-        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"];
         EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
@@ -2137,7 +2259,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test" | "conversation.idle";
         File: {
             /** @description Sniffed from the bytes, never taken from the client */
             content_type: string;
@@ -2295,6 +2417,14 @@ export interface components {
             data: components["schemas"]["MessageCreatedData"];
             id: components["schemas"]["EventId"];
             tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message.created";
+        };
+        /** @description Every message, internal notes and system notices included; narrow it with `message.*` conditions */
+        MessageCreatedTrigger: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -2471,15 +2601,49 @@ export interface components {
         Seat: "full" | "lite";
         /** @enum {string} */
         SenderType: "visitor" | "user" | "bot" | "system";
+        /** @description A system message the visitor sees (an away message, ...) */
+        SendMessageAction: {
+            content: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "send_message";
+        };
+        /** @description Mails the conversation as the visitor saw it (no internal notes, no member named; HTML and text, attachments listed) to `to`, or to the contact's e-mail */
+        SendTranscriptAction: {
+            to?: components["schemas"]["Email"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "send_transcript";
+        };
+        SetPriorityAction: {
+            priority: components["schemas"]["Priority"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "set_priority";
+        };
         /** @description Lower-case letters, digits, _ and -, up to 32; unique in the tenant */
         Shortcut: string;
+        /** @description Closes the conversation without a satisfaction survey */
+        SkipSurveyAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "skip_survey";
+        };
         /**
          * @description Every event frame the WebSocket sends (openapi/events.asyncapi.yaml), discriminated by `type`: a
          *     stored event (`Event`), or a live signal (presence.updated, typing, visitor.online, visitor.offline),
          *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
          *     WebSocket clients type their frames with it.
          */
-        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         /** @description A Stripe event, as Stripe sends it (only the fields read here are named) */
         StripeEvent: {
             created: number;
@@ -2581,6 +2745,15 @@ export interface components {
             refresh_token: string;
             /** @constant */
             token_type: "Bearer";
+        };
+        /** @description Transfers to the department, picking its member as a transfer does */
+        TransferAction: {
+            department_id: components["schemas"]["DepartmentId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transfer";
         };
         /** @description Exactly one of user_id and department_id (else 400 ERR_TRANSFER_TARGET). */
         TransferRequest: {
@@ -2716,6 +2889,15 @@ export interface components {
             updated_at: components["schemas"]["Timestamp"];
             url: string;
         };
+        /** @description Posts the run's event (its envelope, as the events feed has it) to the URL, signed with the workflow's secret the Standard Webhooks way; `webhook-id` is the event's id */
+        WebhookAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook";
+            url: components["schemas"]["WebhookUrl"];
+        };
         WebhookCreate: {
             description?: string;
             events: components["schemas"]["WebhookEvents"];
@@ -2758,7 +2940,7 @@ export interface components {
          * @description A stored event type an endpoint can subscribe to, or `*` for all of them (live signals are never delivered)
          * @enum {string}
          */
-        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "csat.submitted";
+        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "csat.submitted" | "conversation.idle";
         /**
          * @description Webhook endpoint identifier (whk_ and a UUIDv7)
          * @example whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90
@@ -2912,6 +3094,113 @@ export interface components {
         WidgetWithSecret: components["schemas"]["Widget"] & {
             /** @description HMAC-SHA256 key for visitors' user_hash; keep it on your server */
             identity_secret: string;
+        };
+        Workflow: {
+            actions: components["schemas"]["WorkflowActions"];
+            conditions: components["schemas"]["WorkflowConditions"];
+            created_at: components["schemas"]["Timestamp"];
+            enabled: boolean;
+            id: components["schemas"]["WorkflowId"];
+            name: string;
+            trigger: components["schemas"]["WorkflowTrigger"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description What a run does, in order (switch on `type`) */
+        WorkflowAction: components["schemas"]["SendTranscriptAction"] | components["schemas"]["SendMessageAction"] | components["schemas"]["TransferAction"] | components["schemas"]["SetPriorityAction"] | components["schemas"]["CloseAction"] | components["schemas"]["SkipSurveyAction"] | components["schemas"]["WebhookAction"];
+        WorkflowActionOutcome: {
+            attempts: number;
+            /** @description Why it failed, was retried or skipped */
+            detail: string | null;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /**
+             * @description `retrying`: failed for a passing reason, tried again at `next_attempt_at`; `skipped`: nothing to do (the conversation was already closed, an earlier action failed, ...)
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "retrying" | "failed" | "skipped";
+            /** @enum {string} */
+            type: "send_transcript" | "send_message" | "transfer" | "set_priority" | "close" | "skip_survey" | "webhook";
+        };
+        WorkflowActions: components["schemas"]["WorkflowAction"][];
+        /**
+         * @description Holds when `field` compares to `value` by `operator`. Fields: `conversation.widget_id`,
+         *     `conversation.department_id`, `conversation.priority`, `conversation.status`, `conversation.assigned`
+         *     (true or false), `contact.email`, `contact.custom_attributes.<key>`, `message.content`,
+         *     `message.sender_type` (`message.*` only on the message.created trigger). `in`/`not_in` take a list,
+         *     `is_set`/`is_not_set` no value, `contains`/`not_contains` a string (case-insensitive). Values are read
+         *     when the run starts, after the change has committed.
+         */
+        WorkflowCondition: {
+            field: string;
+            operator: components["schemas"]["WorkflowConditionOperator"];
+            value?: string | boolean | number | string[];
+        };
+        /** @enum {string} */
+        WorkflowConditionOperator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "not_contains" | "is_set" | "is_not_set";
+        WorkflowConditions: components["schemas"]["WorkflowCondition"][];
+        WorkflowCreate: {
+            actions: components["schemas"]["WorkflowActions"];
+            conditions?: components["schemas"]["WorkflowConditions"];
+            /** @default true */
+            enabled?: boolean;
+            name: string;
+            trigger: components["schemas"]["WorkflowTrigger"];
+        };
+        /**
+         * @description Workflow identifier (wf_ and a UUIDv7)
+         * @example wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0
+         */
+        WorkflowId: string;
+        WorkflowList: {
+            data: components["schemas"]["Workflow"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        WorkflowRun: {
+            actions: components["schemas"]["WorkflowActionOutcome"][];
+            attempts: number;
+            conversation_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description 1 for a run started by a person's or an integration's change, n + 1 for one started by a change of a run of depth n; past 3 the run is skipped */
+            depth: number;
+            /** @description The event that started the run (once per workflow and event) */
+            event_id: string;
+            event_type: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            id: components["schemas"]["WorkflowRunId"];
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** @enum {string|null} */
+            skip_reason: "depth" | "conditions" | "disabled" | null;
+            status: components["schemas"]["WorkflowRunStatus"];
+            workflow_id: components["schemas"]["WorkflowId"];
+        };
+        /**
+         * @description Workflow run identifier (wfr_ and a UUIDv7)
+         * @example wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa1
+         */
+        WorkflowRunId: string;
+        WorkflowRunList: {
+            data: components["schemas"]["WorkflowRun"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description `pending` until every action succeeded (`succeeded`), one failed for good (`failed`), or the run did nothing (`skipped`, see `skip_reason`)
+         * @enum {string}
+         */
+        WorkflowRunStatus: "pending" | "succeeded" | "failed" | "skipped";
+        /** @description What starts a run (switch on `type`) */
+        WorkflowTrigger: components["schemas"]["ConversationCreatedTrigger"] | components["schemas"]["ConversationClosedTrigger"] | components["schemas"]["MessageCreatedTrigger"] | components["schemas"]["ConversationIdleTrigger"];
+        WorkflowUpdate: {
+            actions?: components["schemas"]["WorkflowActions"];
+            conditions?: components["schemas"]["WorkflowConditions"];
+            enabled?: boolean;
+            name?: string;
+            trigger?: components["schemas"]["WorkflowTrigger"];
+        };
+        WorkflowWithSecret: components["schemas"]["Workflow"] & {
+            /** @description Signs the posts of the workflow's webhook actions (`whsec_` and base64, as the standardwebhooks libraries take it); shown only here */
+            secret: string;
         };
         WsTicket: {
             expires_at: components["schemas"]["Timestamp"];
@@ -3291,6 +3580,8 @@ export interface components {
         WebhookIdPath: components["schemas"]["WebhookId"];
         /** @description Widget identifier */
         WidgetIdPath: components["schemas"]["WidgetId"];
+        /** @description Workflow identifier */
+        WorkflowIdPath: components["schemas"]["WorkflowId"];
     };
     requestBodies: never;
     headers: {
@@ -8060,6 +8351,388 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listWorkflows: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of workflows, oldest first (signing secrets are never listed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "name": "Transcript after closing",
+                     *           "enabled": true,
+                     *           "trigger": {
+                     *             "type": "conversation.closed"
+                     *           },
+                     *           "conditions": [
+                     *             {
+                     *               "field": "contact.email",
+                     *               "operator": "is_set"
+                     *             }
+                     *           ],
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_transcript"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Away message",
+                 *       "trigger": {
+                 *         "type": "conversation.idle",
+                 *         "minutes": 10
+                 *       },
+                 *       "conditions": [
+                 *         {
+                 *           "field": "conversation.assigned",
+                 *           "operator": "equals",
+                 *           "value": false
+                 *         }
+                 *       ],
+                 *       "actions": [
+                 *         {
+                 *           "type": "send_message",
+                 *           "content": "Everyone is busy right now; we will answer by e-mail."
+                 *         },
+                 *         {
+                 *           "type": "set_priority",
+                 *           "priority": "high"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkflowCreate"];
+            };
+        };
+        responses: {
+            /** @description The workflow and the secret that signs its webhook actions */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Away message",
+                     *       "enabled": true,
+                     *       "trigger": {
+                     *         "type": "conversation.idle",
+                     *         "minutes": 10
+                     *       },
+                     *       "conditions": [
+                     *         {
+                     *           "field": "conversation.assigned",
+                     *           "operator": "equals",
+                     *           "value": false
+                     *         }
+                     *       ],
+                     *       "actions": [
+                     *         {
+                     *           "type": "send_message",
+                     *           "content": "Everyone is busy right now; we will answer by e-mail."
+                     *         },
+                     *         {
+                     *           "type": "set_priority",
+                     *           "priority": "high"
+                     *         }
+                     *       ],
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workflow */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Transcript after closing",
+                     *       "enabled": true,
+                     *       "trigger": {
+                     *         "type": "conversation.closed"
+                     *       },
+                     *       "conditions": [
+                     *         {
+                     *           "field": "contact.email",
+                     *           "operator": "is_set"
+                     *         }
+                     *       ],
+                     *       "actions": [
+                     *         {
+                     *           "type": "send_transcript"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkflowUpdate"];
+            };
+        };
+        responses: {
+            /** @description The workflow as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Transcript after closing",
+                     *       "enabled": true,
+                     *       "trigger": {
+                     *         "type": "conversation.closed"
+                     *       },
+                     *       "conditions": [
+                     *         {
+                     *           "field": "contact.email",
+                     *           "operator": "is_set"
+                     *         }
+                     *       ],
+                     *       "actions": [
+                     *         {
+                     *           "type": "send_transcript"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWorkflowRuns: {
+        parameters: {
+            query?: {
+                /** @description The next_cursor of the previous page (not with offset) */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only runs in this state */
+                status?: components["schemas"]["WorkflowRunStatus"];
+            };
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs; `next_cursor` continues back in time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa1",
+                     *           "workflow_id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *           "event_type": "conversation.closed",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "depth": 1,
+                     *           "status": "pending",
+                     *           "skip_reason": null,
+                     *           "attempts": 2,
+                     *           "next_attempt_at": "2026-11-21T10:00:35.000Z",
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_transcript",
+                     *               "status": "retrying",
+                     *               "detail": "the mail server answered 451: try again later",
+                     *               "attempts": 2,
+                     *               "next_attempt_at": "2026-11-21T10:00:35.000Z"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowRunList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createWsTicket: {
         parameters: {
             query?: never;
@@ -8129,6 +8802,7 @@ export interface credentials {
     createTenant: securitySchemes['bearerAuth'];
     createWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWsTicket: securitySchemes['bearerAuth'];
     deleteBot: securitySchemes['bearerAuth'];
     deleteCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -8137,6 +8811,7 @@ export interface credentials {
     deleteFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     downloadFile: Record<string, never>;
     forgotPassword: Record<string, never>;
     getBillingSubscription: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -8153,6 +8828,7 @@ export interface credentials {
     getWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidgetFile: securitySchemes['visitorAuth'];
+    getWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     handoffConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listApiKeys: securitySchemes['bearerAuth'];
     listBillingInvoices: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -8172,6 +8848,8 @@ export interface credentials {
     listWidgetConversations: securitySchemes['visitorAuth'];
     listWidgetMessages: securitySchemes['visitorAuth'];
     listWidgets: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWorkflowRuns: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWorkflows: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     login: Record<string, never>;
     logout: Record<string, never>;
     markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -8204,6 +8882,7 @@ export interface credentials {
     updateTenantMember: securitySchemes['bearerAuth'];
     updateWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     uploadFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     uploadWidgetFile: securitySchemes['visitorAuth'];
     verifyEmail: Record<string, never>;

@@ -62,6 +62,8 @@ import { webhookHandlers } from './webhooks/webhook.handlers.ts';
 import { WebhookService } from './webhooks/webhook.service.ts';
 import { botHandlers } from './bots/bot.handlers.ts';
 import { BotService } from './bots/bot.service.ts';
+import { workflowHandlers } from './workflows/workflow.handlers.ts';
+import { WorkflowService } from './workflows/workflow.service.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -133,6 +135,8 @@ export function createServices(deps: AppDeps) {
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
     bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    // A workflow's webhook action goes where a webhook endpoint may.
+    workflows: new WorkflowService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
@@ -165,6 +169,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...ticketHandlers(services.tickets),
     ...webhookHandlers(services.webhooks),
     ...botHandlers(services.bots),
+    ...workflowHandlers(services.workflows),
     ...billingHandlers(services.billing),
     ...options.handlers,
   };

@@ -27,6 +27,7 @@ import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
 import { BotRunner } from './bots/bot.runner.ts';
+import { WorkflowRunner, idleJob } from './workflows/workflow.runner.ts';
 
 export interface RunningService {
   server: Server;
@@ -34,6 +35,7 @@ export interface RunningService {
   scheduler: Scheduler;
   webhooks: WebhookDispatcher;
   bots: BotRunner;
+  workflows: WorkflowRunner;
   url: string;
   stop(): Promise<void>;
 }
@@ -127,7 +129,12 @@ export async function startService(config: Config): Promise<RunningService> {
   const scheduler = new Scheduler({
     database,
     logger,
-    jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
+    jobs: [
+      ...retentionJobs(config.retention),
+      orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs }),
+      // Idle conversations are looked for every minute: an idle workflow fires within about a minute and a half.
+      idleJob({ bus, intervalMs: 60_000 }),
+    ],
   });
   scheduler.start();
   const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
@@ -145,6 +152,16 @@ export async function startService(config: Config): Promise<RunningService> {
     services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
   });
   bots.start();
+  const workflows = new WorkflowRunner({
+    database,
+    logger,
+    bus,
+    mailer,
+    conversations: services.conversations,
+    allowPrivate: config.webhooks.allowPrivate,
+    timeoutMs: config.webhooks.timeoutMs,
+  });
+  workflows.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -158,6 +175,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await webhooks.stop();
       await bots.stop();
       await wakeups?.close();
+      await workflows.stop();
       await gateway.close();
       await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
@@ -177,7 +195,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await tracing?.stopTracing();
       logger.info('stopped');
     })());
-  return { server, gateway, scheduler, webhooks, bots, url, stop };
+  return { server, gateway, scheduler, webhooks, bots, workflows, url, stop };
 }
 
 async function main(): Promise<void> {

@@ -56,6 +56,7 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('FileIdPath')) return newId('file');
       if (refs.includes('WebhookIdPath')) return newId('webhook');
       if (refs.includes('BotIdPath')) return newId('bot');
+      if (refs.includes('WorkflowIdPath')) return newId('workflow');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );

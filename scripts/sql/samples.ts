@@ -25,6 +25,7 @@ import type * as tenant from '../../src/tenants/tenant.repository.ts';
 import type * as visitor from '../../src/visitors/visitor.repository.ts';
 import type * as webhook from '../../src/webhooks/webhook.repository.ts';
 import type * as widget from '../../src/widgets/widget.repository.ts';
+import type * as workflow from '../../src/workflows/workflow.repository.ts';
 
 type Tail<T> = T extends [unknown, ...infer Rest] ? Rest : never;
 type Case<A> = A | { args: A; rows?: number[] };
@@ -329,6 +330,38 @@ export const samples: Record<string, Record<string, unknown>> = {
     noteFailure: ['whk', 5 * DAY],
     disableWebhook: ['whk', 'gone'],
     activeOwnerEmails: ['tn'],
+  }),
+  'workflows/workflow.repository.ts': of<typeof workflow>({
+    insertWorkflow: [
+      { id: 'wf', tenant_id: 'tn', name: 'n', enabled: true, trigger_type: 'conversation.closed', trigger: { type: 'conversation.closed' }, conditions: [], actions: [{ type: 'close' }], secret: 'whsec_x', now: NOW },
+    ],
+    listWorkflows: [PAGE],
+    findWorkflow: ['wf'],
+    updateWorkflow: ['wf', { enabled: false, trigger: { type: 'conversation.created' }, trigger_type: 'conversation.created', actions: [{ type: 'close' }] }, NOW],
+    deleteWorkflow: ['wf'],
+    listRuns: { cases: { first: ['wf', {}, { limit: 20 }], 'by status, next page': ['wf', { status: 'failed' }, { limit: 20, before: AFTER }] } },
+    idleConversations: ['tn', 10, NOW, 500],
+    markIdle: [{ tenant_id: 'tn', conversation_id: 'conv', minutes: 10, fired_for: NOW }],
+    idleTriggers: [],
+    ensureCursor: ['workflows', { txid: '1', position: 1 }],
+    lockCursor: ['workflows'],
+    advanceCursor: ['workflows', { txid: '2', position: 2 }],
+    enabledWorkflowsOf: [['tn', 'tn2'], ['conversation.closed', 'message.created']],
+    insertRuns: {
+      cases: {
+        'to run': [[{ id: 'wfr', tenant_id: 'tn', workflow_id: 'wf', event_id: 'evt', event_type: 'conversation.closed', event_body: '{}', conversation_id: 'conv', depth: 1, actions: [] }]],
+        'too deep': [[{ id: 'wfr', tenant_id: 'tn', workflow_id: 'wf', event_id: 'evt', event_type: 'message.created', event_body: '{}', conversation_id: 'conv', depth: 4, actions: [], skip_reason: 'depth' }]],
+      },
+    },
+    claimDueRuns: [10, 'token', 60_000],
+    recordRun: {
+      cases: {
+        'next action': ['wfr', 'token', { actions: [], status: 'pending', retry_step: 0, keepLease: true }],
+        retry: ['wfr', 'token', { actions: [], status: 'pending', retryInMs: 5_000, retry_step: 1 }],
+        finished: ['wfr', 'token', { actions: [], status: 'succeeded' }],
+        skipped: ['wfr', 'token', { actions: [], status: 'skipped', skip_reason: 'conditions' }],
+      },
+    },
   }),
   'widgets/widget.repository.ts': of<typeof widget>({
     listWidgets: [PAGE],

@@ -73,6 +73,7 @@ export async function updateConversation(
     last_message: string;
     last_message_at: Date;
     last_activity_at: Date;
+    last_visitor_message_at: Date;
   }>,
   now: Date,
 ) {

@@ -361,17 +361,73 @@ export class ConversationService {
 
   // Closing: status, a notice the visitor sees, a pending survey with its prompt, conversation.closed.
   // Messages stay. Workflows run from the event, outside this transaction.
-  async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date) {
+  // A workflow's skip_survey closes without the survey.
+  async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date, survey = true) {
     await repo.updateConversation(trx, conversation.id, { status: 'closed', closed_at: now }, now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.closed }, now);
-    const surveyId = newId('survey');
-    await repo.insertSurvey(trx, { id: surveyId, tenant_id: conversation.tenant_id, conversation_id: conversation.id, created_at: now });
-    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'survey', content: VISITOR_NOTICES.survey }, now);
+    let surveyId: string | null = null;
+    if (survey) {
+      surveyId = newId('survey');
+      await repo.insertSurvey(trx, { id: surveyId, tenant_id: conversation.tenant_id, conversation_id: conversation.id, created_at: now });
+      await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'survey', content: VISITOR_NOTICES.survey }, now);
+    }
     await emit(
       'conversation.closed',
       { conversation_id: conversation.id, survey_id: surveyId, closed_at: now.toISOString() },
       { conversationId: conversation.id },
     );
+  }
+
+  // ---- Workflow actions (src/workflows/) ------------------------------------------------------------
+  // In a run's event-writing transaction (its events carry the run's depth), as the system: no member
+  // acts, so notices name nobody and nothing counts as anyone's read. Each answers false when there was
+  // nothing to do; a closed conversation is ERR_CONVERSATION_CLOSED, as for members.
+
+  /** The conversation as a workflow's conditions read it, or undefined when it is not in this tenant. */
+  async forWorkflow(trx: Tx, id: string): Promise<ConversationDto | undefined> {
+    const row = await repo.findConversation(trx, id, SYSTEM_READER);
+    return row ? toConversationDto(row) : undefined;
+  }
+
+  async closeForWorkflow(trx: Tx, emit: Emit, id: string, options: { survey: boolean }): Promise<boolean> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') return false;
+    await this.#close(trx, emit, conversation, new Date(), options.survey);
+    return true;
+  }
+
+  async setPriorityForWorkflow(trx: Tx, emit: Emit, id: string, priority: S['Priority']): Promise<boolean> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') throw conversationClosed();
+    if (conversation.priority === priority) return false;
+    await repo.updateConversation(trx, id, { priority }, new Date());
+    const dto = (await this.forWorkflow(trx, id))!;
+    await emit('conversation.updated', { conversation_id: id, changed: ['priority'], conversation: dto }, { conversationId: id });
+    return true;
+  }
+
+  /** Transfers to the department's pick, as a member's transfer does; answers the assignee. */
+  async transferForWorkflow(trx: Tx, emit: Emit, id: string, departmentId: string): Promise<string> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') throw conversationClosed();
+    const assignee = await this.#pickFromDepartment(trx, conversation.tenant_id, departmentId);
+    const now = new Date();
+    await repo.updateConversation(trx, id, { status: 'assigned', assigned_user_id: assignee, department_id: departmentId }, now);
+    await repo.markAssigned(trx, assignee, now);
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.transferred }, now);
+    await emit(
+      'conversation.transferred',
+      { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
+      { conversationId: id, internal: true, recipients: [assignee] },
+    );
+    return assignee;
+  }
+
+  /** A system message the visitor sees. */
+  async sendMessageForWorkflow(trx: Tx, emit: Emit, id: string, content: string): Promise<void> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') throw conversationClosed();
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content }, new Date());
   }
 
   // Reopening: open and unassigned; department and bot state stay as they are.
@@ -404,6 +460,12 @@ export class ConversationService {
     return ranked[0]!.userId;
   }
 }
+
+/** Whose read marks the system's reads use: nobody's (no member reads as the system). */
+const SYSTEM_READER = 'system';
+
+/** For other features' rules (a workflow names a department): whether it is this tenant's. */
+export const departmentOf = (trx: Tx, id: string): Promise<boolean> => repo.departmentExists(trx, id);
 
 const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
 

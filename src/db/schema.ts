@@ -81,6 +81,9 @@ export interface DB {
   billing_accounts: BillingAccountsTable;
   billing_invoices: BillingInvoicesTable;
   stripe_events: StripeEventsTable;
+  workflows: WorkflowsTable;
+  workflow_runs: WorkflowRunsTable;
+  conversation_idle_marks: ConversationIdleMarksTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -190,6 +193,8 @@ export interface ConversationsTable {
   message_count: Generated<number>;
   /** The bot the conversation was given; bot_state says whether it still holds it. */
   bot_id: string | null;
+  /** conversation.idle counts from here (or created_at when the visitor never wrote). */
+  last_visitor_message_at: Date | null;
 }
 
 /**
@@ -282,6 +287,8 @@ export interface EventsTable {
   visitor_id: string | null;
   txid: Generated<string>;
   created_at: CreatedAt;
+  /** How many workflow runs led to this event's change (src/workflows/). */
+  workflow_depth: Generated<number>;
 }
 
 export type Conversation = Selectable<ConversationsTable>;
@@ -483,3 +490,53 @@ export interface StripeEventsTable {
 
 export type BillingAccount = Selectable<BillingAccountsTable>;
 export type BillingInvoice = Selectable<BillingInvoicesTable>;
+
+/** Workflows (src/workflows/): trigger, conditions and actions as the contract has them, kept as JSON. */
+export interface WorkflowsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  enabled: Generated<boolean>;
+  trigger_type: 'conversation.created' | 'conversation.closed' | 'message.created' | 'conversation.idle';
+  trigger: ColumnType<Record<string, unknown>, string, string>;
+  conditions: ColumnType<Record<string, unknown>[], string | undefined, string>;
+  actions: ColumnType<Record<string, unknown>[], string, string>;
+  secret: string;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export type Workflow = Selectable<WorkflowsTable>;
+
+export type WorkflowRunStatus = 'pending' | 'succeeded' | 'failed' | 'skipped';
+export type WorkflowSkipReason = 'depth' | 'conditions' | 'disabled';
+
+export interface WorkflowRunsTable {
+  id: string;
+  tenant_id: string;
+  workflow_id: string;
+  event_id: string;
+  event_type: string;
+  event_body: string;
+  conversation_id: string | null;
+  depth: number;
+  status: Generated<WorkflowRunStatus>;
+  skip_reason: WorkflowSkipReason | null;
+  actions: ColumnType<Record<string, unknown>[], string | undefined, string>;
+  attempts: Generated<number>;
+  retry_step: Generated<number>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lock_token: string | null;
+  created_at: CreatedAt;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export type WorkflowRun = Selectable<WorkflowRunsTable>;
+
+export interface ConversationIdleMarksTable {
+  tenant_id: string;
+  conversation_id: string;
+  minutes: number;
+  fired_for: Date;
+}

@@ -79,12 +79,39 @@ export async function appendMessage(
   await conversationRepo.updateConversation(
     trx,
     conversation.id,
-    internal ? { last_activity_at: now } : { last_message: message.content, last_message_at: now, last_activity_at: now },
+    internal
+      ? { last_activity_at: now }
+      : {
+          last_message: message.content,
+          last_message_at: now,
+          last_activity_at: now,
+          // conversation.idle workflows count from here.
+          ...(message.sender_type === 'visitor' ? { last_visitor_message_at: now } : {}),
+        },
     now,
   );
   const dto = toMessageDto(row, new Map((message.attachments ?? []).map((a) => [a.id, a])));
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
   return dto;
+}
+
+/**
+ * The conversation as its visitor saw it, oldest first: no internal notes, attachments resolved (files
+ * deleted since left out). For other features' work inside their transactions (a workflow's transcript).
+ */
+export async function visitorTranscript(trx: Tx, conversationId: string): Promise<S['Message'][]> {
+  const pages: Message[][] = [];
+  let before: { at: Date; id: string } | undefined;
+  for (;;) {
+    const { rows, hasMore } = await repo.listMessages(trx, conversationId, { limit: 500, ...(before ? { before } : {}) }, { publicOnly: true });
+    pages.push(rows);
+    const last = rows.at(-1);
+    if (!hasMore || !last) break;
+    before = { at: last.created_at, id: last.id };
+  }
+  const rows = pages.flat().reverse();
+  const files = await attachmentsOf(trx, rows);
+  return rows.map((row) => toMessageDto(row, files));
 }
 
 export interface SendResult {

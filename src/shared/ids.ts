@@ -20,6 +20,8 @@ export const ID_PREFIXES = {
   webhookDelivery: 'whd',
   bot: 'bot',
   botDelivery: 'btd',
+  workflow: 'wf',
+  workflowRun: 'wfr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
