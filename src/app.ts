@@ -31,6 +31,7 @@ import { healthHandlers } from './health/health.handlers.ts';
 import { accessMiddleware, type AccessDeps, TENANT_ID } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
+import { mailPagesRouter } from './pages/mail-pages.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { undeclaredBody } from './http/undeclared-body.ts';
@@ -182,6 +183,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const metricsToken = deps.config.metricsToken;
   if (metricsToken) app.get(`${contract.basePath}/metrics`, metricsEndpoint(services.metrics, metricsToken));
   app.use(contract.basePath, contractDocsRouter(contract));
+  // The mail links open these when APP_URL is the service itself (its default).
+  app.use(mailPagesRouter(contract.basePath));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
