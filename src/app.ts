@@ -31,6 +31,7 @@ import { healthHandlers } from './health/health.handlers.ts';
 import { accessMiddleware, type AccessDeps, TENANT_ID } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
+import { mailPagesRouter } from './pages/mail-pages.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { undeclaredBody } from './http/undeclared-body.ts';
@@ -195,6 +196,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.use(contract.basePath, contractDocsRouter(contract));
   // The chat bubble sites embed: a static script outside the API, which it calls like any other client.
   app.get('/widget.js', widgetScript());
+  // The mail links open these when APP_URL is the service itself (its default).
+  app.use(mailPagesRouter(contract.basePath));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
