@@ -259,8 +259,9 @@ export class Chat {
         if (!current || this.#conversation?.status === 'closed') void this.#loadHistory();
         break;
       case 'conversation.closed':
+        // A close without a survey (a workflow's skip_survey) names none: the visitor is shown the end at once.
         if (frame.data.conversation_id === current && this.#conversation) {
-          this.#conversation = { ...this.#conversation, status: 'closed', survey: { id: frame.data.survey_id, status: 'pending', rating: null, comment: null, answered_at: null } };
+          this.#conversation = { ...this.#conversation, status: 'closed', survey: frame.data.survey_id ? { id: frame.data.survey_id, status: 'pending', rating: null, comment: null, answered_at: null } : null };
           this.#render();
         }
         break;
