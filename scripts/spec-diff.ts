@@ -81,6 +81,8 @@ if (beforeFile || afterFile) {
 
 // api-smart-diff resolves every $ref, so a change to a shared schema shows on each operation that uses it;
 // the components' own entries would say it twice.
+// It also rewrites the documents it is given (inlines references, drops extensions): the rules below read copies.
+const pristine = { before: structuredClone(before), after: structuredClone(after) };
 const { diffs } = apiCompare(before, after);
 const byOperation = new Map<string, Change[]>();
 const add = (key: string, change: Change) => byOperation.set(key, [...(byOperation.get(key) ?? []), change]);
@@ -113,6 +115,67 @@ for (const [path, item] of Object.entries<Doc>(after.paths ?? {})) {
     const key = operationKey(path, method, after);
     if (sunset === undefined || !op['x-deprecated-at']) problems.push(`${key}: newly deprecated without x-deprecated-at and x-sunset (dates): clients need to be told when it goes`);
     else if (sunset - now < SIX_MONTHS_MS) problems.push(`${key}: newly deprecated with x-sunset ${op['x-sunset']}, less than six months ahead`);
+  }
+}
+
+// Open sets: a schema marked `x-extensible: true` (event types, API key scopes, the Event union) may gain
+// values and members, and clients are told to accept ones they do not know (the spec's info says so).
+// api-smart-diff compares enums by position, so a value inserted in order shows as "replaced": the change is
+// an addition when the old values are all still there.
+function resolvePath(doc: Doc, segments: string[]): Doc | undefined {
+  let node: any = doc;
+  for (const segment of segments) {
+    while (node && typeof node.$ref === 'string') node = resolvePath(doc, node.$ref.replace(/^#\//, '').split('/').map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    if (node === undefined || node === null || typeof node !== 'object') return undefined;
+    node = node[segment];
+  }
+  while (node && typeof node.$ref === 'string') node = resolvePath(doc, node.$ref.replace(/^#\//, '').split('/').map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
+  return node;
+}
+function growsOpenSet(path: string, method: string, where: string): boolean {
+  const segments = where.split('.');
+  // The path names content types like application/json whole; rejoin what split on their dots.
+  const at = segments.findIndex((s) => s === 'enum' || s === 'oneOf');
+  if (at < 1) return false;
+  const base = ['paths', path, method, ...rejoin(segments.slice(0, at))];
+  const beforeSchema = resolvePath(pristine.before, base);
+  const afterSchema = resolvePath(pristine.after, base);
+  if (!afterSchema?.['x-extensible'] || !beforeSchema) return false;
+  const key = segments[at] as 'enum' | 'oneOf';
+  const old: unknown[] = beforeSchema[key] ?? [];
+  const now: unknown[] = afterSchema[key] ?? [];
+  // A union's members are known by what they discriminate on (api-smart-diff inlines references, and a
+  // member's other fields may change compatibly); an enum's values by themselves.
+  const same = (a: unknown) => (key === 'oneOf' ? JSON.stringify(discriminatorOf(a) ?? a) : JSON.stringify(a));
+  return now.length > old.length && old.every((v) => now.some((w) => same(w) === same(v)));
+}
+function discriminatorOf(schema: any): unknown {
+  if (!schema || typeof schema !== 'object') return undefined;
+  if (typeof schema.$ref === 'string') return schema.$ref.split('/').at(-1);
+  if (schema.properties?.type) return schema.properties.type;
+  for (const part of schema.allOf ?? []) {
+    const found = discriminatorOf(part);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+function rejoin(segments: string[]): string[] {
+  const out: string[] = [];
+  for (const s of segments) {
+    const last = out.at(-1);
+    if (last !== undefined && /^(application|text|multipart)\/[^.]*$/.test(last) && !/^(schema|example|examples)$/.test(s)) out[out.length - 1] = `${last}.${s}`;
+    else out.push(s);
+  }
+  return out;
+}
+for (const [key, changes] of byOperation) {
+  const [method, path] = key.split(' ') as [string, string];
+  if (!path) continue;
+  for (const c of changes) {
+    if (c.type === 'breaking' && growsOpenSet(path, method.toLowerCase(), c.where)) {
+      c.type = 'non-breaking';
+      c.description += ' (an open set grew: x-extensible)';
+    }
   }
 }
 

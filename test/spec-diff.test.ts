@@ -50,6 +50,23 @@ describe('npm run spec:diff', function () {
     expect(out).to.match(/POST \/v1\/auth\/login \(login\)\n(.*\n)*? {2}breaking +\[Added\] required status to `otp`/);
   });
 
+  it('passes a new event type and a new event in the union (open sets), and fails a new value of a closed response enum', () => {
+    const grown = diff((doc) => {
+      schemas(doc).EventType.enum.splice(1, 0, 'conversation.snoozed');
+      schemas(doc).ApiKeyScope.enum.splice(2, 0, 'snoozes:read');
+      schemas(doc).Event.oneOf.splice(1, 0, { $ref: '#/components/schemas/WebhookTestEvent' });
+    });
+    expect(grown.status, grown.out).to.equal(0);
+    expect(grown.out).to.contain('(an open set grew: x-extensible)');
+    expect(grown.out).not.to.match(/ breaking +\[/);
+
+    const closed = diff((doc) => {
+      schemas(doc).ConversationStatus.enum.splice(1, 0, 'snoozed');
+    });
+    expect(closed.status, closed.out).to.equal(1);
+    expect(closed.out).to.match(/GET \/v1\/conversations \(listConversations\)\n(.*\n)*? {2}breaking +\[Replaced\] possible values/);
+  });
+
   it('fails on a removed operation', () => {
     const { status, out } = diff((doc) => {
       delete doc.paths['/v1/auth/logout'];
