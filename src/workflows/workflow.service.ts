@@ -119,7 +119,7 @@ export class WorkflowService {
     if (errors.length > 0) throw invalidInput(...errors);
     for (const action of actions) {
       if (action.type === 'transfer' && !(await departmentOf(trx, action.department_id))) {
-        throw new AppError('ERR_INVALID_DEPARTMENT', `The department ${action.department_id} does not belong to this account`);
+        throw new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
       }
     }
   }
