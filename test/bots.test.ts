@@ -218,8 +218,9 @@ describe('bots', function () {
       const held = await conversationOf(t, conversationId);
       expect(held).to.include({ bot_state: 'active', status: 'open', assigned_user_id: null });
 
-      // The bot hears of it, signed with its secret: the conversation's start and the visitor's message.
-      await receiver.until((got) => got.some((d) => d.verified?.type === 'message.created'));
+      // The bot hears of it, signed with its secret: the conversation's start and the visitor's message
+      // (delivered side by side, so in either order).
+      await receiver.until((got) => ['conversation.created', 'message.created'].every((type) => got.some((d) => d.verified?.type === type)));
       expect(receiver.received.every((d) => d.verified)).to.equal(true);
       const types = receiver.received.map((d) => d.verified!.type);
       expect(types).to.include.members(['conversation.created', 'message.created']);
