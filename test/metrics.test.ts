@@ -9,6 +9,7 @@ import { TEST_JWT_SECRET, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
 import { connect } from './support/realtime.ts';
 import { uniqueEmail, PASSWORD } from './support/factories.ts';
+import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
 
 const METRICS_TOKEN = 'metrics-token-for-the-tests-0123456789';
 
@@ -42,6 +43,12 @@ describe('metrics', () => {
         LOG_LEVEL: 'silent',
         BCRYPT_COST: '4',
         METRICS_TOKEN,
+        // The receivers are on loopback; a failed delivery waits an hour, so it stays scheduled through the test.
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        WEBHOOK_RETRY_SCHEDULE: '1h',
+        WEBHOOK_POLL_MS: '100',
+        // Every scrape reads the queues: a test looks again right after a change.
+        METRICS_QUEUE_CACHE_MS: '0',
       }),
     );
   });
@@ -110,6 +117,75 @@ describe('metrics', () => {
     }
     const after = await scrape();
     expect(sample(after, 'chat_websocket_connections', { audience: 'member' })).to.equal(0);
+  });
+
+  it('reports the webhook, workflow and bot queues: depth by state, the oldest due age, outcomes by label', async function () {
+    this.timeout(30_000);
+    const api = request(service.url);
+    const reg = await api
+      .post('/api/v1/auth/register')
+      .send({ email: uniqueEmail('queues'), password: PASSWORD, name: 'Owner', tenant_name: 'Queues' })
+      .expect(201);
+    const auth = { Authorization: `Bearer ${reg.body.access_token}` };
+    const receivers: Receiver[] = [];
+    try {
+      const accepting = await startReceiver();
+      const refusing = await startReceiver({ behave: () => 500 });
+      // An attempt that hangs keeps its delivery due (in flight): the oldest due age grows while it waits.
+      let arrived!: () => void;
+      const hangingArrived = new Promise<void>((resolve) => (arrived = resolve));
+      const hanging = await startReceiver({
+        behave: () => {
+          arrived();
+          return 'hang';
+        },
+      });
+      receivers.push(accepting, refusing, hanging);
+      const hook = async (r: Receiver) =>
+        (await api.post('/api/v1/webhooks').set(auth).send({ url: r.url, events: ['conversation.created'] }).expect(201)).body as { id: string };
+      const [ok, refused] = [await hook(accepting), await hook(refusing)];
+      await hook(hanging);
+      const workflow = (await api.post('/api/v1/workflows').set(auth).send({ name: 'Close', trigger: { type: 'message.created' }, actions: [{ type: 'close' }] }).expect(201))
+        .body as { id: string };
+
+      const contact = await api.post('/api/v1/contacts').set(auth).send({ name: 'Queue', email: uniqueEmail('contact') }).expect(201);
+      const conv = await api.post('/api/v1/conversations').set(auth).send({ contact_id: contact.body.id }).expect(201);
+      await api.post('/api/v1/messages').set(auth).send({ conversation_id: conv.body.id, content: 'counted' }).expect(201);
+
+      const deliveries = async (id: string) =>
+        (await api.get(`/api/v1/webhooks/${id}/deliveries`).set(auth).expect(200)).body.data as { status: string; attempts: number }[];
+      await eventually(async () => (await deliveries(ok.id)).some((d) => d.status === 'succeeded'), 'the accepted delivery to be recorded');
+      await eventually(async () => (await deliveries(refused.id)).some((d) => d.status === 'pending' && d.attempts === 1), 'the refused delivery to be recorded for a retry');
+      await hangingArrived;
+      await eventually(
+        async () => ((await api.get(`/api/v1/workflows/${workflow.id}/runs`).set(auth).expect(200)).body.data as { status: string }[]).some((r) => r.status === 'succeeded'),
+        'the workflow run to finish',
+      );
+
+      const text = await scrape();
+      // Counters are this instance's, and only this test's tenant has endpoints and workflows (one event each): exact.
+      expect(sample(text, 'chat_webhook_deliveries_total', { outcome: 'delivered' })).to.equal(1);
+      expect(sample(text, 'chat_webhook_deliveries_total', { outcome: 'failed_retrying' })).to.equal(1);
+      expect(sample(text, 'chat_webhook_deliveries_total', { outcome: 'failed_final' }), 'no final failure, no series').to.equal(undefined);
+      expect(sample(text, 'chat_workflow_actions_total', { action: 'close', outcome: 'succeeded' })).to.equal(1);
+      // Depth counts the whole database (a PostgreSQL test database may hold other files' rows): at least ours.
+      expect(sample(text, 'chat_webhook_deliveries_pending', { state: 'scheduled' })).to.be.at.least(1);
+      expect(sample(text, 'chat_webhook_deliveries_pending', { state: 'due' })).to.be.at.least(1);
+      expect(sample(text, 'chat_webhook_deliveries_pending', { state: 'held' })).to.be.a('number');
+      expect(sample(text, 'chat_webhook_oldest_due_seconds')).to.be.greaterThan(0);
+      expect(sample(text, 'chat_workflow_runs_pending', { state: 'due' })).to.be.a('number');
+      expect(sample(text, 'chat_workflow_runs_pending', { state: 'scheduled' })).to.be.a('number');
+      expect(sample(text, 'chat_workflow_oldest_due_seconds')).to.be.at.least(0);
+      expect(sample(text, 'chat_bot_deliveries_pending', { state: 'due' })).to.be.a('number');
+      expect(sample(text, 'chat_bot_deliveries_pending', { state: 'scheduled' })).to.be.a('number');
+      expect(sample(text, 'chat_bot_oldest_due_seconds')).to.be.at.least(0);
+      // No URL, port, id or tenant becomes a label.
+      const labels = text.split('\n').flatMap((line) => /\{[^}]*\}/.exec(line) ?? []).join('\n');
+      for (const r of receivers) expect(labels).not.to.contain(new URL(r.url).port);
+      for (const id of [ok.id, refused.id, workflow.id, conv.body.id, reg.body.tenant?.id ?? 'tn_']) expect(labels).not.to.contain(id);
+    } finally {
+      for (const r of receivers) await r.close();
+    }
   });
 
   it('refuses anonymous callers and wrong tokens with 401', async () => {
