@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import request from 'supertest';
 import { loadConfig } from '../src/config.ts';
+import { Metrics } from '../src/metrics/metrics.ts';
 import { type RunningService, startService } from '../src/server.ts';
 import { TEST_JWT_SECRET, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
@@ -198,5 +199,43 @@ describe('metrics', () => {
     const { app } = await getHarness();
     expectProblem(await request(app).get('/api/metrics'), 404, 'ERR_NOT_FOUND');
     expectProblem(await request(app).get('/api/metrics').set('Authorization', `Bearer ${METRICS_TOKEN}`), 404, 'ERR_NOT_FOUND');
+  });
+});
+
+describe('Metrics.observeQueue', () => {
+  const names = [
+    { name: 'chat_test_pending', help: 'test queue' },
+    { name: 'chat_test_oldest_due_seconds', help: 'test queue age' },
+  ] as const;
+
+  it('reads the queue once for both gauges and for scrapes within the cache time', async () => {
+    const metrics = new Metrics({ queueCacheMs: 60_000 });
+    let reads = 0;
+    metrics.observeQueue(names[0], names[1], async () => {
+      reads++;
+      return { states: { due: 3, scheduled: 2 }, oldestDueSeconds: 42 };
+    });
+    const first = await metrics.render();
+    await metrics.render();
+    expect(reads).to.equal(1);
+    expect(sample(first, 'chat_test_pending', { state: 'due' })).to.equal(3);
+    expect(sample(first, 'chat_test_pending', { state: 'scheduled' })).to.equal(2);
+    expect(sample(first, 'chat_test_oldest_due_seconds')).to.equal(42);
+  });
+
+  it('answers the scrape without the queue while the database fails, and reads again at the next scrape', async () => {
+    const metrics = new Metrics({ queueCacheMs: 60_000 });
+    let fail = true;
+    metrics.observeQueue(names[0], names[1], async () => {
+      if (fail) throw new Error('the database is away');
+      return { states: { due: 1 }, oldestDueSeconds: 7 };
+    });
+    const down = await metrics.render();
+    expect(sample(down, 'chat_test_pending', { state: 'due' })).to.equal(undefined);
+    expect(sample(down, 'chat_test_oldest_due_seconds')).to.be.NaN;
+    fail = false;
+    const up = await metrics.render();
+    expect(sample(up, 'chat_test_pending', { state: 'due' })).to.equal(1);
+    expect(sample(up, 'chat_test_oldest_due_seconds')).to.equal(7);
   });
 });

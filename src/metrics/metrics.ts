@@ -141,10 +141,13 @@ export class Metrics {
       }
       return cached.reading;
     };
-    this.gauge(pending.name, pending.help, async () =>
-      Object.entries((await current()).states).map(([state, value]) => ({ labels: { state }, value })),
-    ['state']);
-    this.gauge(oldestDue.name, oldestDue.help, async () => (await current()).oldestDueSeconds);
+    // A database that does not answer must not fail the scrape (the HTTP and process series matter most
+    // then): the depth is left out and the age is NaN until a reading succeeds.
+    this.gauge(pending.name, pending.help, async () => {
+      const reading = await current().catch(() => undefined);
+      return reading ? Object.entries(reading.states).map(([state, value]) => ({ labels: { state }, value })) : [];
+    }, ['state']);
+    this.gauge(oldestDue.name, oldestDue.help, async () => (await current().catch(() => undefined))?.oldestDueSeconds ?? Number.NaN);
   }
 
   observeSockets(count: () => Record<AudienceKind, number>): void {
