@@ -64,7 +64,7 @@ export async function startService(config: Config): Promise<RunningService> {
   // With Redis, every instance shares presence, tickets, rate limits and event notifications.
   const redisClient = redis as import('redis').RedisClientType | undefined;
   const bus = new EventBus();
-  const metrics = new Metrics({ processMetrics: true });
+  const metrics = new Metrics({ processMetrics: true, queueCacheMs: config.metricsQueueCacheMs });
   const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
   const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
   const fanout = redisClient
@@ -138,7 +138,7 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   scheduler.start();
   const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
-  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups });
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
   // Bots hear of their conversations through the same outbox, with the webhooks' address rule and timeout.
@@ -150,6 +150,7 @@ export async function startService(config: Config): Promise<RunningService> {
     timeoutMs: config.webhooks.timeoutMs,
     pollMs: config.webhooks.pollMs,
     services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
+    metrics,
   });
   bots.start();
   const workflows = new WorkflowRunner({
@@ -160,6 +161,7 @@ export async function startService(config: Config): Promise<RunningService> {
     conversations: services.conversations,
     allowPrivate: config.webhooks.allowPrivate,
     timeoutMs: config.webhooks.timeoutMs,
+    metrics,
   });
   workflows.start();
   const address = server.address();

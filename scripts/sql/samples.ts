@@ -132,6 +132,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     conversationsHeldByBots: [['conv', 'conv2']],
     insertBotDeliveries: [[{ id: 'btd', tenant_id: 'tn', bot_id: 'bot', conversation_id: 'conv', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
     claimDueBotDeliveries: [10, 'token', 15_000],
+    queueStats: [],
     recordBotSuccess: ['btd', 'token', 200],
     recordBotFailure: { cases: { 'to retry': ['btd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['btd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
   }),
@@ -330,6 +331,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     noteFailure: ['whk', 5 * DAY],
     disableWebhook: ['whk', 'gone'],
     activeOwnerEmails: ['tn'],
+    queueStats: [],
   }),
   'workflows/workflow.repository.ts': of<typeof workflow>({
     insertWorkflow: [
@@ -354,6 +356,7 @@ export const samples: Record<string, Record<string, unknown>> = {
       },
     },
     claimDueRuns: [10, 'token', 60_000],
+    queueStats: [],
     recordRun: {
       cases: {
         'next action': ['wfr', 'token', { actions: [], status: 'pending', retry_step: 0, keepLease: true }],

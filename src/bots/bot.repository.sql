@@ -236,3 +236,33 @@ set
 where
   "id" = $8
   and "lock_token" = $9;
+
+-- bot.queueStats
+select
+  (
+    count(*) filter (
+      where
+        next_attempt_at <= now()
+    )
+  )::integer as "due",
+  (
+    count(*) filter (
+      where
+        next_attempt_at > now()
+    )
+  )::integer as "scheduled",
+  coalesce(
+    extract(
+      epoch
+      from
+        now() - min(next_attempt_at) filter (
+          where
+            next_attempt_at <= now()
+        )
+    ),
+    0
+  )::float8 as "oldest_due_seconds"
+from
+  "bot_deliveries"
+where
+  "status" = $1;

@@ -189,3 +189,19 @@ export async function recordBotFailure(
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
+
+/**
+ * The pending deliveries across tenants (system role, for metrics): due now (in flight included) or scheduled
+ * for a retry, and the age of the oldest due one. Reads the partial due index.
+ */
+export async function queueStats(trx: Tx): Promise<{ due: number; scheduled: number; oldest_due_seconds: number }> {
+  return trx
+    .selectFrom('bot_deliveries')
+    .where('status', '=', 'pending')
+    .select([
+      sql<number>`(count(*) filter (where next_attempt_at <= now()))::integer`.as('due'),
+      sql<number>`(count(*) filter (where next_attempt_at > now()))::integer`.as('scheduled'),
+      sql<number>`coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8`.as('oldest_due_seconds'),
+    ])
+    .executeTakeFirstOrThrow();
+}

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { CannedResponseService } from '../canned-responses/canned-response.service.ts';
 import type { ConversationService } from '../conversations/conversation.service.ts';
 import type { Database } from '../db/database.ts';
+import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import { feedHead, readFeed } from '../events/feed.repository.ts';
 import type { MessageService } from '../messages/message.service.ts';
@@ -41,9 +42,24 @@ export interface BotRunnerOptions {
   /** Replaces the HTTP transports (tests). */
   transport?: Transport;
   llm?: LlmClient;
+  /** The service's registry: the delivery queue's depth and the outcomes recorded. Without it nothing is reported. */
+  metrics?: Metrics | undefined;
 }
 
 type Outcome = { statusCode: number | null; error: string | null };
+
+/** Registers the delivery queue's gauges (every tenant's deliveries, read as the system role) and answers the outcome counter. */
+function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'> {
+  metrics.observeQueue(
+    { name: 'chat_bot_deliveries_pending', help: 'Bot deliveries waiting, by state: due (now, in flight included), scheduled (a retry later)' },
+    { name: 'chat_bot_oldest_due_seconds', help: 'How long the oldest due bot delivery has waited (0: none due)' },
+    async () => {
+      const s = await database.asSystem((trx) => repo.queueStats(trx));
+      return { states: { due: s.due, scheduled: s.scheduled }, oldestDueSeconds: s.oldest_due_seconds };
+    },
+  );
+  return metrics.counter('chat_bot_deliveries_total', 'Bot delivery attempts recorded by this instance, by outcome (delivered, failed_retrying, failed_final)', ['outcome']);
+}
 
 /**
  * Gives each bot its conversations' events, at least once, on any number of instances: the webhook
@@ -55,7 +71,8 @@ type Outcome = { statusCode: number | null; error: string | null };
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */
 export class BotRunner {
-  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm'>>;
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics'>>;
+  readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #llm: LlmClient;
   readonly #own: boolean[];
@@ -85,6 +102,7 @@ export class BotRunner {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
+    this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
   start(): void {
@@ -202,17 +220,13 @@ export class BotRunner {
       this.#o.logger.warn({ err, delivery: delivery.id, bot: delivery.bot_id }, 'a built-in bot failed; the delivery is retried');
       outcome = { statusCode: null, error: err instanceof Error ? err.message : String(err) };
     }
-    await this.#o.database.asSystem(async (trx) => {
-      if (outcome.error === null) {
-        await repo.recordBotSuccess(trx, delivery.id, token, outcome.statusCode);
-        return;
-      }
-      await repo.recordBotFailure(trx, delivery.id, token, {
-        statusCode: outcome.statusCode,
-        error: outcome.error,
-        retryInMs: this.#o.retryDelaysMs[delivery.retry_step],
-      });
+    const retryInMs = this.#o.retryDelaysMs[delivery.retry_step];
+    const recorded = await this.#o.database.asSystem(async (trx) => {
+      if (outcome.error === null) return repo.recordBotSuccess(trx, delivery.id, token, outcome.statusCode);
+      return repo.recordBotFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
     });
+    // Counted once committed, and only while this instance still held the delivery.
+    if (recorded) this.#outcomeCounter?.inc({ outcome: outcome.error === null ? 'delivered' : retryInMs === undefined ? 'failed_final' : 'failed_retrying' });
     // A retry is due later: the poll finds it.
   }
 

@@ -4,6 +4,7 @@ import type { Database, Tx } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type FeedRow, feedHead, readFeed } from '../events/feed.repository.ts';
 import type { Mailer } from '../mail/mailer.ts';
+import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
 import { envelopeOf } from '../realtime/views.ts';
 import { newId } from '../shared/ids.ts';
@@ -39,7 +40,11 @@ export interface DispatcherOptions {
   transport?: Transport;
   /** With several instances (Redis): commits elsewhere wake this dispatcher, and its commits wake theirs. */
   wakeups?: Pick<RedisDispatchWakeups, 'relay' | 'subscribe'> | undefined;
+  /** The service's registry: the queue's depth and the outcomes recorded. Without it nothing is reported. */
+  metrics?: Metrics | undefined;
 }
+
+export type DeliveryOutcome = 'delivered' | 'failed_retrying' | 'failed_final';
 
 /** Outcomes (and released claims) written per pass at most. */
 const RECORD_BATCH = 500;
@@ -63,6 +68,11 @@ interface Mail {
   delivery: repo.ClaimedDelivery;
 }
 
+interface Recorded {
+  counts: Record<DeliveryOutcome, number>;
+  mails: Mail[];
+}
+
 /** The dispatcher's row in feed_cursors. */
 export const WEBHOOK_CURSOR = 'webhooks';
 
@@ -79,7 +89,8 @@ export const WEBHOOK_CURSOR = 'webhooks';
  * when the lease runs out the delivery is claimed again (same webhook-id), so a crash means a retry.
  */
 export class WebhookDispatcher {
-  readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups'>>;
+  readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups' | 'metrics'>>;
+  readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #wakeups: DispatcherOptions['wakeups'];
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
@@ -127,6 +138,7 @@ export class WebhookDispatcher {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
     this.#wakeups = options.wakeups;
+    this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
   /**
@@ -307,12 +319,12 @@ export class WebhookDispatcher {
       const token = randomUUID();
       // Taken before the claim: the lease began no earlier than this.
       const claimedAt = performance.now();
-      let pass: { claimed: repo.ClaimedDelivery[]; mails: Mail[] };
+      let pass: { claimed: repo.ClaimedDelivery[]; recorded: Recorded };
       try {
         pass = await this.#o.database.asSystem(async (trx) => {
-          const mails = await this.#record(trx, outcomes, released);
+          const recorded = await this.#record(trx, outcomes, released);
           const claimed = wanted > 0 ? await repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs) : [];
-          return { claimed, mails };
+          return { claimed, recorded };
         });
       } catch (err) {
         this.#syncFailed = true;
@@ -326,7 +338,9 @@ export class WebhookDispatcher {
       if (wanted > 0 && pass.claimed.length === wanted) this.#dueMaybe = true;
       for (const delivery of pass.claimed) this.#queue.push({ delivery, token, claimedAt });
       this.#startAttempts();
-      for (const mail of pass.mails) {
+      // Counted once committed: a pass that failed recorded nothing.
+      for (const [outcome, n] of Object.entries(pass.recorded.counts)) if (n > 0) this.#outcomeCounter?.inc({ outcome }, n);
+      for (const mail of pass.recorded.mails) {
         const sent = this.#mailOwners(mail.to, mail.delivery);
         this.#mailing.add(sent);
         void sent.finally(() => this.#mailing.delete(sent));
@@ -365,9 +379,13 @@ export class WebhookDispatcher {
     this.#wakeSync();
   }
 
-  /** Writes a batch of outcomes and gives back unattempted claims; answers whom to mail about endpoints it disabled. */
-  async #record(trx: Tx, outcomes: Outcome[], released: Claim[]): Promise<Mail[]> {
-    await repo.recordSuccesses(
+  /**
+   * Writes a batch of outcomes and gives back unattempted claims; answers how many of each outcome were
+   * written (an outcome whose claim was lost is not) and whom to mail about endpoints it disabled.
+   */
+  async #record(trx: Tx, outcomes: Outcome[], released: Claim[]): Promise<Recorded> {
+    const counts: Record<DeliveryOutcome, number> = { delivered: 0, failed_retrying: 0, failed_final: 0 };
+    counts.delivered = await repo.recordSuccesses(
       trx,
       outcomes.filter((o) => o.outcome.error === null).map((o) => ({ id: o.delivery.id, lockToken: o.token, statusCode: o.outcome.statusCode! })),
     );
@@ -379,6 +397,7 @@ export class WebhookDispatcher {
       const retryInMs = gone ? undefined : this.#o.retryDelaysMs[delivery.retry_step];
       const recorded = await repo.recordFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
       if (!recorded) continue;
+      counts[retryInMs === undefined ? 'failed_final' : 'failed_retrying']++;
       if (gone) {
         await repo.disableWebhook(trx, delivery.webhook_id, 'gone');
         continue;
@@ -387,7 +406,7 @@ export class WebhookDispatcher {
       if (!(await repo.disableWebhook(trx, delivery.webhook_id, 'failing'))) continue;
       mails.push({ to: await repo.activeOwnerEmails(trx, delivery.tenant_id), delivery });
     }
-    return mails;
+    return { counts, mails };
   }
 
   async #mailOwners(to: string[], delivery: repo.ClaimedDelivery): Promise<void> {
@@ -400,6 +419,19 @@ export class WebhookDispatcher {
       }
     }
   }
+}
+
+/** Registers the queue's gauges (every tenant's deliveries, read as the system role) and answers the outcome counter. */
+function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'> {
+  metrics.observeQueue(
+    { name: 'chat_webhook_deliveries_pending', help: 'Webhook deliveries waiting, by state: due (now, in flight included), scheduled (a retry later), held (endpoint disabled)' },
+    { name: 'chat_webhook_oldest_due_seconds', help: 'How long the oldest due webhook delivery of an enabled endpoint has waited (0: none due)' },
+    async () => {
+      const s = await database.asSystem((trx) => repo.queueStats(trx));
+      return { states: { due: s.due, scheduled: s.scheduled, held: s.held }, oldestDueSeconds: s.oldest_due_seconds };
+    },
+  );
+  return metrics.counter('chat_webhook_deliveries_total', 'Webhook delivery attempts recorded by this instance, by outcome', ['outcome']);
 }
 
 /** Whether an endpoint gets an event: a test only its own endpoint; others by type, from its creation on. */

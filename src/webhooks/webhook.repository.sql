@@ -414,3 +414,43 @@ where
   "m"."tenant_id" = $1
   and "m"."role" = $2
   and "m"."status" = $3;
+
+-- webhook.queueStats
+select
+  (
+    count(*) filter (
+      where
+        w.enabled
+        and d.next_attempt_at <= now()
+    )
+  )::integer as "due",
+  (
+    count(*) filter (
+      where
+        w.enabled
+        and d.next_attempt_at > now()
+    )
+  )::integer as "scheduled",
+  (
+    count(*) filter (
+      where
+        not w.enabled
+    )
+  )::integer as "held",
+  coalesce(
+    extract(
+      epoch
+      from
+        now() - min(d.next_attempt_at) filter (
+          where
+            w.enabled
+            and d.next_attempt_at <= now()
+        )
+    ),
+    0
+  )::float8 as "oldest_due_seconds"
+from
+  "webhook_deliveries" as "d"
+  inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+where
+  "d"."status" = $1;

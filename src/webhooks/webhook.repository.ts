@@ -331,3 +331,27 @@ export async function activeOwnerEmails(trx: Tx, tenantId: string): Promise<stri
   return rows.map((r) => r.email);
 }
 
+
+// ---- The queue, read for metrics (system role: every tenant) ------------------------------------------
+
+/**
+ * The pending deliveries across tenants: due now (in flight included) or scheduled for a retry, and the
+ * age of the oldest due one. Deliveries of a disabled endpoint wait until it is enabled again: they are
+ * counted apart (held), so they never make the due queue look stuck. Reads the partial due index.
+ */
+export async function queueStats(trx: Tx): Promise<{ due: number; scheduled: number; held: number; oldest_due_seconds: number }> {
+  const row = await trx
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .where('d.status', '=', 'pending')
+    .select([
+      sql<number>`(count(*) filter (where w.enabled and d.next_attempt_at <= now()))::integer`.as('due'),
+      sql<number>`(count(*) filter (where w.enabled and d.next_attempt_at > now()))::integer`.as('scheduled'),
+      sql<number>`(count(*) filter (where not w.enabled))::integer`.as('held'),
+      sql<number>`coalesce(extract(epoch from now() - min(d.next_attempt_at) filter (where w.enabled and d.next_attempt_at <= now())), 0)::float8`.as(
+        'oldest_due_seconds',
+      ),
+    ])
+    .executeTakeFirstOrThrow();
+  return row;
+}

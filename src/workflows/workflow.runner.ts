@@ -4,6 +4,7 @@ import type { components } from '../../generated/api.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
 import type { ConversationService } from '../conversations/conversation.service.ts';
 import type { Database } from '../db/database.ts';
+import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type FeedRow, feedHead, readFeed } from '../events/feed.repository.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
@@ -45,7 +46,12 @@ export interface RunnerOptions {
   leaseMs?: number;
   batch?: number;
   transport?: Transport;
+  /** The service's registry: the run queue's depth and each action's outcome. Without it nothing is reported. */
+  metrics?: Metrics | undefined;
 }
+
+/** An action's outcome as counted: done, nothing to do, to be retried, or failed for good. */
+export type ActionOutcome = 'succeeded' | 'skipped' | 'retrying' | 'failed';
 
 /** A failure worth trying again (a server down, a 5xx, a timeout), or one that will not change. */
 class ActionFailure extends Error {
@@ -68,7 +74,8 @@ class ActionSkipped extends Error {}
  * repeats them; a mail or a post may be repeated after a crash (at least once), never lost.
  */
 export class WorkflowRunner {
-  readonly #o: Required<Omit<RunnerOptions, 'transport'>>;
+  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics'>>;
+  readonly #actionCounter: OutcomeCounter<'action' | 'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
   #timer: NodeJS.Timeout | undefined;
@@ -100,6 +107,12 @@ export class WorkflowRunner {
     };
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
+    this.#actionCounter = options.metrics && observe(options.metrics, options.database);
+  }
+
+  /** Counts an action's outcome once it is committed; the type comes from the contract's closed set. */
+  #count(action: S['WorkflowAction'], outcome: ActionOutcome): void {
+    this.#actionCounter?.inc({ action: action.type, outcome });
   }
 
   start(): void {
@@ -270,6 +283,7 @@ export class WorkflowRunner {
             record(trx, { actions: outcomes, status: last ? 'succeeded' : 'pending', retry_step: 0, keepLease: !last }),
           );
           if (!kept) return;
+          this.#count(action, 'succeeded');
         } else {
           // The change and the record of it commit together: a crash repeats neither.
           const kept = await inTenantTransaction(
@@ -296,6 +310,7 @@ export class WorkflowRunner {
             throw err;
           });
           if (!kept) return;
+          this.#count(action, outcomes[i]!.status === 'skipped' ? 'skipped' : 'succeeded');
         }
         retryStep = 0;
       } catch (err) {
@@ -303,13 +318,15 @@ export class WorkflowRunner {
         const delay = failure.passing ? this.#o.retryDelaysMs[retryStep] : undefined;
         if (delay !== undefined) {
           outcomes[i] = { ...outcome, status: 'retrying', detail: failure.message, attempts: outcome.attempts + 1, next_attempt_at: new Date(Date.now() + delay).toISOString() };
-          await this.#o.database.withTenant(run.tenant_id, (trx) => record(trx, { actions: outcomes, status: 'pending', retryInMs: delay, retry_step: retryStep + 1 }));
+          if (await this.#o.database.withTenant(run.tenant_id, (trx) => record(trx, { actions: outcomes, status: 'pending', retryInMs: delay, retry_step: retryStep + 1 }))) {
+            this.#count(action, 'retrying');
+          }
           return;
         }
         const detail = failure.passing ? `${failure.message} (gave up after ${outcome.attempts + 1} attempts)` : failure.message;
         outcomes[i] = { ...outcome, status: 'failed', detail, attempts: outcome.attempts + 1, next_attempt_at: null };
         for (let j = i + 1; j < outcomes.length; j++) outcomes[j] = { ...outcomes[j]!, status: 'skipped', detail: 'an earlier action failed' };
-        await this.#o.database.withTenant(run.tenant_id, (trx) => record(trx, { actions: outcomes, status: 'failed' }));
+        if (await this.#o.database.withTenant(run.tenant_id, (trx) => record(trx, { actions: outcomes, status: 'failed' }))) this.#count(action, 'failed');
         return;
       }
     }
@@ -382,6 +399,19 @@ export class WorkflowRunner {
 }
 
 class LeaseLost extends Error {}
+
+/** Registers the run queue's gauges (every tenant's runs, read as the system role) and answers the action counter. */
+function observe(metrics: Metrics, database: Database): OutcomeCounter<'action' | 'outcome'> {
+  metrics.observeQueue(
+    { name: 'chat_workflow_runs_pending', help: 'Workflow runs waiting, by state: due (now, in flight included), scheduled (a retry later)' },
+    { name: 'chat_workflow_oldest_due_seconds', help: 'How long the oldest due workflow run has waited (0: none due)' },
+    async () => {
+      const s = await database.asSystem((trx) => repo.queueStats(trx));
+      return { states: { due: s.due, scheduled: s.scheduled }, oldestDueSeconds: s.oldest_due_seconds };
+    },
+  );
+  return metrics.counter('chat_workflow_actions_total', 'Workflow actions whose outcome this instance recorded, by action type and outcome', ['action', 'outcome']);
+}
 
 const isExternal = (action: S['WorkflowAction']) => action.type === 'send_transcript' || action.type === 'webhook';
 
