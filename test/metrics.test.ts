@@ -48,6 +48,8 @@ describe('metrics', () => {
         WEBHOOK_ALLOW_PRIVATE: 'true',
         WEBHOOK_RETRY_SCHEDULE: '1h',
         WEBHOOK_POLL_MS: '100',
+        // The hanging attempt stays in flight however slow the machine: it must not time out into a second failure.
+        WEBHOOK_TIMEOUT_MS: '60000',
         // Every scrape reads the queues: a test looks again right after a change.
         METRICS_QUEUE_CACHE_MS: '0',
       }),
