@@ -17,6 +17,8 @@ COPY package.json ./
 COPY openapi ./openapi
 COPY generated ./generated
 COPY src ./src
+# The chat bubble's built script, served at /widget.js (built and committed: no build step here either).
+COPY widget/dist ./widget/dist
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 3000

@@ -411,6 +411,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/bots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's bots */
+        get: operations["listBots"];
+        put?: never;
+        /**
+         * Add a bot
+         * @description A bot takes the new conversations of every widget whose `settings.bot_id` names it. Kinds:
+         *     `webhook` (the default) posts the conversation's events (`conversation.created`, the visitor's
+         *     `message.created`) to `webhook_url`, signed the Standard Webhooks way with `secret`, and the bot
+         *     answers with `POST /v1/messages` and hands off with `POST /v1/conversations/{id}/handoff` under
+         *     `api_key`; `faq` answers from the canned responses; `llm` asks an OpenAI-compatible
+         *     chat-completions endpoint (`llm.base_url`, `llm.model`, `llm.api_key`). The answer shows
+         *     `api_key` and `secret` once; `llm.api_key` is never shown. URLs pass the webhook address rule
+         *     (no loopback, private, link-local or metadata addresses unless `WEBHOOK_ALLOW_PRIVATE=true`;
+         *     `https://` in production). A `webhook` bot without `webhook_url`, or an `llm` bot without
+         *     `llm`, is 400.
+         */
+        post: operations["createBot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/bots/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a bot */
+        get: operations["getBot"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a bot and its key
+         * @description Its conversations keep their messages; those it still held wait for an agent (open, unassigned).
+         */
+        delete: operations["deleteBot"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a bot, or enable or disable it
+         * @description `llm` is merged into the bot's LLM settings (send `api_key` to replace the key; it is never shown).
+         *     A disabled bot takes no new conversations; those it holds are still delivered to it.
+         */
+        patch: operations["updateBot"];
+        trace?: never;
+    };
     "/v1/canned-responses": {
         parameters: {
             query?: never;
@@ -603,6 +662,36 @@ export interface paths {
          *     closed conversation is 409 ERR_CONVERSATION_CLOSED.
          */
         post: operations["closeConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/handoff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand a bot's conversation over to the team
+         * @description By the bot that holds the conversation (its API key), or by a member taking over. Sets
+         *     `bot_state: handed_off` and routes the conversation like a transfer: to an active full-seat member
+         *     of `department_id`, else of the bot's `handoff_department_id`, else of the whole team, picked
+         *     online first, then away, then offline, then by fewest open conversations. A member who hands off
+         *     without a department takes the conversation. The note is kept as an internal note; the visitor sees
+         *     a short notice; emits conversation.handed_off. A closed conversation is 409
+         *     ERR_CONVERSATION_CLOSED; one no bot holds is 409 ERR_CONFLICT; a bot acting on a conversation it
+         *     was never given is 404, on one it no longer holds 403.
+         */
+        post: operations["handoffConversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1492,6 +1581,79 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's workflows */
+        get: operations["listWorkflows"];
+        put?: never;
+        /**
+         * Add a workflow
+         * @description A workflow runs its actions, in order, for each event of its trigger that happens from now on and
+         *     meets all its conditions. Runs start after the change that made the event has committed (the
+         *     request that made it never waits for them), once per (workflow, event), and are retried while an
+         *     action fails for a passing reason (a mail server or receiver down, a 5xx, a timeout). What a run
+         *     changes can trigger other workflows; a chain stops at depth 3 (the fourth run is recorded as
+         *     skipped for depth). The `secret` of this answer signs the posts of `webhook` actions (Standard
+         *     Webhooks); it is shown only here. A `webhook` action's URL is checked like a webhook endpoint's.
+         */
+        post: operations["createWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workflows/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a workflow */
+        get: operations["getWorkflow"];
+        put?: never;
+        post?: never;
+        /** Remove a workflow and its runs */
+        delete: operations["deleteWorkflow"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a workflow, or enable or disable it
+         * @description Each field given replaces the workflow's. Runs already started keep the actions they started with;
+         *     runs of a disabled workflow that have not started are skipped.
+         */
+        patch: operations["updateWorkflow"];
+        trace?: never;
+    };
+    "/v1/workflows/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        /** The workflow's runs, newest first, each with its actions' outcomes */
+        get: operations["listWorkflowRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ws/tickets": {
         parameters: {
             query?: never;
@@ -1557,7 +1719,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /** @enum {string} */
-        ApiKeyScope: "tenant:read" | "tenant:write" | "team:read" | "conversations:read" | "conversations:write" | "messages:read" | "messages:write" | "visitors:read" | "contacts:read" | "contacts:write" | "widgets:read" | "widgets:write" | "canned_responses:read" | "canned_responses:write" | "files:read" | "files:write" | "billing:read" | "webhooks:read" | "webhooks:write";
+        ApiKeyScope: "tenant:read" | "tenant:write" | "team:read" | "conversations:read" | "conversations:write" | "messages:read" | "messages:write" | "visitors:read" | "contacts:read" | "contacts:write" | "widgets:read" | "widgets:write" | "canned_responses:read" | "canned_responses:write" | "files:read" | "files:write" | "billing:read" | "webhooks:read" | "webhooks:write" | "workflows:read" | "workflows:write";
         ApiKeyWithSecret: components["schemas"]["ApiKey"] & {
             /** @description The key's value; shown only in this answer */
             key: string;
@@ -1601,8 +1763,100 @@ export interface components {
             storage_bytes: number;
             storage_limit_bytes: number | null;
         };
+        Bot: {
+            avatar_url: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            enabled: boolean;
+            /** @description Where a handoff that names no department goes; null for the whole team */
+            handoff_department_id: string | null;
+            id: components["schemas"]["BotId"];
+            kind: components["schemas"]["BotKind"];
+            llm: components["schemas"]["BotLlmView"] | null;
+            /** @description What visitors see as the author of the bot's messages */
+            name: string;
+            updated_at: components["schemas"]["Timestamp"];
+            webhook_url: string | null;
+        };
+        BotCreate: {
+            avatar_url?: components["schemas"]["BotUrl"];
+            /** @default true */
+            enabled?: boolean;
+            handoff_department_id?: components["schemas"]["DepartmentId"];
+            /**
+             * @description See BotKind
+             * @default webhook
+             * @enum {string}
+             */
+            kind?: "webhook" | "faq" | "llm";
+            llm?: components["schemas"]["BotLlmSettings"];
+            name: string;
+            webhook_url?: components["schemas"]["BotUrl"];
+        };
+        /**
+         * @description Bot identifier (bot_ and a UUIDv7)
+         * @example bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0
+         */
+        BotId: string;
+        /**
+         * @description `webhook`: events go to `webhook_url`, the bot answers through the API. `faq`: answers from the
+         *     canned responses (a shortcut sent as it is, a title in the message, or enough of the message's
+         *     words in one response), and hands off when nothing matches or the visitor asks for a person
+         *     (person, human, agent, operator, representative, someone). `llm`: asks the chat-completions
+         *     endpoint with the conversation as context, and hands off when the model calls the tool `handoff`,
+         *     answers exactly `[HANDOFF]`, or fails or times out.
+         * @enum {string}
+         */
+        BotKind: "webhook" | "faq" | "llm";
+        BotList: {
+            data: components["schemas"]["Bot"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The chat-completions endpoint; requests go to `{base_url}/chat/completions` */
+        BotLlmSettings: {
+            /** @description Sent as the bearer token (Authorization header); stored, never answered */
+            api_key: string;
+            base_url: components["schemas"]["BotUrl"];
+            model: string;
+            system_prompt?: string;
+            /**
+             * @description No complete answer by then is a failure (the conversation is handed off)
+             * @default 5000
+             */
+            timeout_ms?: number;
+        };
+        BotLlmSettingsPatch: {
+            api_key?: string;
+            base_url?: components["schemas"]["BotUrl"];
+            model?: string;
+            system_prompt?: string;
+            timeout_ms?: number;
+        };
+        BotLlmView: {
+            /** @description A key is stored (it is never shown) */
+            api_key_set: boolean;
+            base_url: string;
+            model: string;
+            system_prompt: string | null;
+            timeout_ms: number;
+        };
         /** @enum {string} */
         BotState: "active" | "handed_off" | "off";
+        BotUpdate: {
+            avatar_url?: components["schemas"]["BotUrl"] | null;
+            enabled?: boolean;
+            handoff_department_id?: components["schemas"]["DepartmentId"] | null;
+            llm?: components["schemas"]["BotLlmSettingsPatch"];
+            name?: string;
+            webhook_url?: components["schemas"]["BotUrl"];
+        };
+        /** Format: uri */
+        BotUrl: string;
+        BotWithSecrets: components["schemas"]["Bot"] & {
+            /** @description The bot's API key (scope `bot`, with `X-Tenant-ID`); shown this once */
+            api_key: string;
+            /** @description Signs the deliveries to `webhook_url` (Standard Webhooks, `whsec_…`); shown this once */
+            secret: string;
+        };
         CannedResponse: {
             content: string;
             created_at: components["schemas"]["Timestamp"];
@@ -1643,6 +1897,14 @@ export interface components {
         CheckoutSession: {
             id: string;
             url: string;
+        };
+        /** @description Closes the conversation as a member's close does (notice and satisfaction survey) */
+        CloseAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "close";
         };
         Contact: {
             company: string | null;
@@ -1725,13 +1987,21 @@ export interface components {
         ConversationClosedData: {
             closed_at: components["schemas"]["Timestamp"];
             conversation_id: components["schemas"]["ConversationId"];
-            survey_id: string;
+            /** @description The satisfaction survey the close started; null when a workflow closed without one (skip_survey) */
+            survey_id: string | null;
         };
         ConversationClosedEvent: {
             created_at: components["schemas"]["Timestamp"];
             data: components["schemas"]["ConversationClosedData"];
             id: components["schemas"]["EventId"];
             tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.closed";
+        };
+        ConversationClosedTrigger: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -1763,11 +2033,67 @@ export interface components {
              */
             type: "conversation.created";
         };
+        ConversationCreatedTrigger: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.created";
+        };
+        ConversationHandedOffData: {
+            assigned_user_id: string | null;
+            /** @description The bot that held the conversation */
+            bot_id: string | null;
+            /**
+             * @description The bot handed off, or a member took over (handoff, assign or transfer)
+             * @enum {string}
+             */
+            by: "bot" | "member";
+            conversation_id: components["schemas"]["ConversationId"];
+            department_id: string | null;
+        };
+        ConversationHandedOffEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationHandedOffData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.handed_off";
+        };
         /**
          * @description Conversation identifier (conv_ and a UUIDv7)
          * @example conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70
          */
         ConversationId: string;
+        /** @description A conversation has been waiting `minutes` for the visitor (written for the idle triggers of the tenant's workflows; members only) */
+        ConversationIdleData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            idle_since: components["schemas"]["Timestamp"];
+            minutes: number;
+        };
+        ConversationIdleEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationIdleData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.idle";
+        };
+        /** @description A conversation that is not closed, `minutes` after the visitor's last message (or its start, when the visitor has not written); once until the visitor writes again */
+        ConversationIdleTrigger: {
+            minutes: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.idle";
+        };
         ConversationList: {
             data: components["schemas"]["Conversation"][];
             pagination: components["schemas"]["Pagination"];
@@ -1921,7 +2247,7 @@ export interface components {
          * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
          *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
          */
-        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"];
         EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
@@ -1933,7 +2259,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test" | "conversation.idle";
         File: {
             /** @description Sniffed from the bytes, never taken from the client */
             content_type: string;
@@ -1980,6 +2306,11 @@ export interface components {
         };
         ForgotPasswordRequest: {
             email: components["schemas"]["Email"];
+        };
+        HandoffRequest: {
+            department_id?: components["schemas"]["DepartmentId"];
+            /** @description Kept as an internal note on the conversation */
+            note?: string;
         };
         Health: {
             /** @constant */
@@ -2046,16 +2377,25 @@ export interface components {
         Message: {
             /** @description The files attached, as they are now (a file deleted since no longer shows) */
             attachments: components["schemas"]["Attachment"][];
+            author?: components["schemas"]["MessageAuthor"];
             content: string;
             conversation_id: components["schemas"]["ConversationId"];
             created_at: components["schemas"]["Timestamp"];
             id: components["schemas"]["MessageId"];
             /** @description Internal notes are never shown to visitors */
             internal: boolean;
-            /** @description usr_…, vis_… or key_… (an integration); null for system messages */
+            /** @description usr_…, vis_…, bot_… (a bot) or key_… (an integration); null for system messages */
             sender_id: string | null;
             sender_type: components["schemas"]["SenderType"];
             type: components["schemas"]["MessageType"];
+        };
+        /** @description Only on a bot's messages — who wrote it, as everyone (visitors included) is shown it. People are never named to visitors. */
+        MessageAuthor: {
+            avatar_url: string | null;
+            id: components["schemas"]["BotId"];
+            name: string;
+            /** @constant */
+            type: "bot";
         };
         MessageCreate: {
             /** @description Files of this tenant that are not attached yet or already in this conversation */
@@ -2077,6 +2417,14 @@ export interface components {
             data: components["schemas"]["MessageCreatedData"];
             id: components["schemas"]["EventId"];
             tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message.created";
+        };
+        /** @description Every message, internal notes and system notices included; narrow it with `message.*` conditions */
+        MessageCreatedTrigger: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -2128,7 +2476,10 @@ export interface components {
             next_cursor: string | null;
             offset: number;
             /**
-             * @description How many items match. Exact up to 10,000; past that, large lists (conversations, contacts)
+             * @description How many items match. Conversations filtered by nothing but `status`, `assigned_to` and
+             *     `department_id` (any combination, or none) get an exact total at any size, from counts the
+             *     database keeps as conversations change. Otherwise (other conversation filters such as `q`, and
+             *     other lists) the total is exact up to 10,000; past that, large lists (conversations, contacts)
              *     give the database's estimate and say so with `total_is_estimate`, so that a page costs the same
              *     at a million rows as at ten thousand. `has_more` and cursors are always exact.
              */
@@ -2250,15 +2601,49 @@ export interface components {
         Seat: "full" | "lite";
         /** @enum {string} */
         SenderType: "visitor" | "user" | "bot" | "system";
+        /** @description A system message the visitor sees (an away message, ...) */
+        SendMessageAction: {
+            content: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "send_message";
+        };
+        /** @description Mails the conversation as the visitor saw it (no internal notes, no member named; HTML and text, attachments listed) to `to`, or to the contact's e-mail */
+        SendTranscriptAction: {
+            to?: components["schemas"]["Email"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "send_transcript";
+        };
+        SetPriorityAction: {
+            priority: components["schemas"]["Priority"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "set_priority";
+        };
         /** @description Lower-case letters, digits, _ and -, up to 32; unique in the tenant */
         Shortcut: string;
+        /** @description Closes the conversation without a satisfaction survey */
+        SkipSurveyAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "skip_survey";
+        };
         /**
          * @description Every event frame the WebSocket sends (openapi/events.asyncapi.yaml), discriminated by `type`: a
          *     stored event (`Event`), or a live signal (presence.updated, typing, visitor.online, visitor.offline),
          *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
          *     WebSocket clients type their frames with it.
          */
-        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         /** @description A Stripe event, as Stripe sends it (only the fields read here are named) */
         StripeEvent: {
             created: number;
@@ -2360,6 +2745,15 @@ export interface components {
             refresh_token: string;
             /** @constant */
             token_type: "Bearer";
+        };
+        /** @description Transfers to the department, picking its member as a transfer does */
+        TransferAction: {
+            department_id: components["schemas"]["DepartmentId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transfer";
         };
         /** @description Exactly one of user_id and department_id (else 400 ERR_TRANSFER_TARGET). */
         TransferRequest: {
@@ -2495,6 +2889,15 @@ export interface components {
             updated_at: components["schemas"]["Timestamp"];
             url: string;
         };
+        /** @description Posts the run's event (its envelope, as the events feed has it) to the URL, signed with the workflow's secret the Standard Webhooks way; `webhook-id` is the event's id */
+        WebhookAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook";
+            url: components["schemas"]["WebhookUrl"];
+        };
         WebhookCreate: {
             description?: string;
             events: components["schemas"]["WebhookEvents"];
@@ -2537,7 +2940,7 @@ export interface components {
          * @description A stored event type an endpoint can subscribe to, or `*` for all of them (live signals are never delivered)
          * @enum {string}
          */
-        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "message.created" | "message.read" | "csat.submitted";
+        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "csat.submitted" | "conversation.idle";
         /**
          * @description Webhook endpoint identifier (whk_ and a UUIDv7)
          * @example whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90
@@ -2645,6 +3048,8 @@ export interface components {
             widget: {
                 id: components["schemas"]["WidgetId"];
                 settings: components["schemas"]["WidgetSettings"];
+                /** @description Whether an active full-seat member of the team is online (not away or offline) as the session starts; when not, the chat bubble shows the widget's away message */
+                team_available: boolean;
             };
         };
         WidgetSessionCreate: {
@@ -2659,6 +3064,7 @@ export interface components {
         /** @description How the chat bubble looks and greets */
         WidgetSettings: {
             away_message?: string;
+            bot_id?: components["schemas"]["BotId"];
             color?: string;
             greeting?: string;
             /** @enum {string} */
@@ -2667,6 +3073,7 @@ export interface components {
         /** @description Merged into the settings; null puts a key back to its default */
         WidgetSettingsPatch: {
             away_message?: string | null;
+            bot_id?: components["schemas"]["BotId"] | null;
             color?: string | null;
             greeting?: string | null;
             /** @enum {string|null} */
@@ -2688,12 +3095,139 @@ export interface components {
             /** @description HMAC-SHA256 key for visitors' user_hash; keep it on your server */
             identity_secret: string;
         };
+        Workflow: {
+            actions: components["schemas"]["WorkflowActions"];
+            conditions: components["schemas"]["WorkflowConditions"];
+            created_at: components["schemas"]["Timestamp"];
+            enabled: boolean;
+            id: components["schemas"]["WorkflowId"];
+            name: string;
+            trigger: components["schemas"]["WorkflowTrigger"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description What a run does, in order (switch on `type`) */
+        WorkflowAction: components["schemas"]["SendTranscriptAction"] | components["schemas"]["SendMessageAction"] | components["schemas"]["TransferAction"] | components["schemas"]["SetPriorityAction"] | components["schemas"]["CloseAction"] | components["schemas"]["SkipSurveyAction"] | components["schemas"]["WebhookAction"];
+        WorkflowActionOutcome: {
+            attempts: number;
+            /** @description Why it failed, was retried or skipped */
+            detail: string | null;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /**
+             * @description `retrying`: failed for a passing reason, tried again at `next_attempt_at`; `skipped`: nothing to do (the conversation was already closed, an earlier action failed, ...)
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "retrying" | "failed" | "skipped";
+            /** @enum {string} */
+            type: "send_transcript" | "send_message" | "transfer" | "set_priority" | "close" | "skip_survey" | "webhook";
+        };
+        WorkflowActions: components["schemas"]["WorkflowAction"][];
+        /**
+         * @description Holds when `field` compares to `value` by `operator`. Fields: `conversation.widget_id`,
+         *     `conversation.department_id`, `conversation.priority`, `conversation.status`, `conversation.assigned`
+         *     (true or false), `contact.email`, `contact.custom_attributes.<key>`, `message.content`,
+         *     `message.sender_type` (`message.*` only on the message.created trigger). `in`/`not_in` take a list,
+         *     `is_set`/`is_not_set` no value, `contains`/`not_contains` a string (case-insensitive). Values are read
+         *     when the run starts, after the change has committed.
+         */
+        WorkflowCondition: {
+            field: string;
+            operator: components["schemas"]["WorkflowConditionOperator"];
+            value?: string | boolean | number | string[];
+        };
+        /** @enum {string} */
+        WorkflowConditionOperator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "not_contains" | "is_set" | "is_not_set";
+        WorkflowConditions: components["schemas"]["WorkflowCondition"][];
+        WorkflowCreate: {
+            actions: components["schemas"]["WorkflowActions"];
+            conditions?: components["schemas"]["WorkflowConditions"];
+            /** @default true */
+            enabled?: boolean;
+            name: string;
+            trigger: components["schemas"]["WorkflowTrigger"];
+        };
+        /**
+         * @description Workflow identifier (wf_ and a UUIDv7)
+         * @example wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0
+         */
+        WorkflowId: string;
+        WorkflowList: {
+            data: components["schemas"]["Workflow"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        WorkflowRun: {
+            actions: components["schemas"]["WorkflowActionOutcome"][];
+            attempts: number;
+            conversation_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description 1 for a run started by a person's or an integration's change, n + 1 for one started by a change of a run of depth n; past 3 the run is skipped */
+            depth: number;
+            /** @description The event that started the run (once per workflow and event) */
+            event_id: string;
+            event_type: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            id: components["schemas"]["WorkflowRunId"];
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** @enum {string|null} */
+            skip_reason: "depth" | "conditions" | "disabled" | null;
+            status: components["schemas"]["WorkflowRunStatus"];
+            workflow_id: components["schemas"]["WorkflowId"];
+        };
+        /**
+         * @description Workflow run identifier (wfr_ and a UUIDv7)
+         * @example wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa1
+         */
+        WorkflowRunId: string;
+        WorkflowRunList: {
+            data: components["schemas"]["WorkflowRun"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description `pending` until every action succeeded (`succeeded`), one failed for good (`failed`), or the run did nothing (`skipped`, see `skip_reason`)
+         * @enum {string}
+         */
+        WorkflowRunStatus: "pending" | "succeeded" | "failed" | "skipped";
+        /** @description What starts a run (switch on `type`) */
+        WorkflowTrigger: components["schemas"]["ConversationCreatedTrigger"] | components["schemas"]["ConversationClosedTrigger"] | components["schemas"]["MessageCreatedTrigger"] | components["schemas"]["ConversationIdleTrigger"];
+        WorkflowUpdate: {
+            actions?: components["schemas"]["WorkflowActions"];
+            conditions?: components["schemas"]["WorkflowConditions"];
+            enabled?: boolean;
+            name?: string;
+            trigger?: components["schemas"]["WorkflowTrigger"];
+        };
+        WorkflowWithSecret: components["schemas"]["Workflow"] & {
+            /** @description Signs the posts of the workflow's webhook actions (`whsec_` and base64, as the standardwebhooks libraries take it); shown only here */
+            secret: string;
+        };
         WsTicket: {
             expires_at: components["schemas"]["Timestamp"];
             ticket: string;
         };
     };
     responses: {
+        /** @description No such apikey in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        ApiKeyNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The person named cannot take the conversation (ERR_USER_NOT_IN_TENANT, ERR_ASSIGNEE_LITE_SEAT) */
+        AssigneeUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding */
         BadRequest: {
             headers: {
@@ -2740,6 +3274,36 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No such bot in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        BotNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The shortcut is taken (ERR_CONFLICT) */
+        CannedResponseConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such cannedresponse in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        CannedResponseNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A unique value is taken (ERR_CONFLICT); `detail` says which */
         Conflict: {
             headers: {
@@ -2757,6 +3321,126 @@ export interface components {
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description A contact with that e-mail address exists (ERR_CONFLICT) */
+        ContactConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such contact in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        ContactNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The conversation is closed (ERR_CONVERSATION_CLOSED): reopen it first */
+        ConversationClosedConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The department is not this tenant's (ERR_INVALID_DEPARTMENT) */
+        ConversationCreateUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such conversation in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        ConversationNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such delivery or webhook in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        DeliveryNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description A department of that name exists (ERR_CONFLICT) */
+        DepartmentConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such department in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        DepartmentNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Someone named is not an active member of the team (ERR_USER_NOT_IN_TENANT) */
+        DepartmentUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The widget lists that domain already (ERR_CONFLICT) */
+        DomainConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such domain or widget in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        DomainNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such file in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        FileNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -2797,6 +3481,16 @@ export interface components {
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The conversation is closed (ERR_CONVERSATION_CLOSED), no bot holds it (ERR_CONFLICT), or nobody in the department named can take it (ERR_DEPARTMENT_NO_AGENTS) */
+        HandoffConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -2843,7 +3537,68 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No such resource in this tenant (ERR_NOT_FOUND) */
+        /** @description The department named is not this tenant's (ERR_INVALID_DEPARTMENT) */
+        InvalidDepartmentUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The e-mail address or the password is wrong (ERR_UNAUTHENTICATED); the answer does not say which */
+        LoginUnauthorized: {
+            headers: {
+                "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The person is already a member, or the last owner would go (ERR_CONFLICT); `detail` says which */
+        MemberConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such member or tenant in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        MemberNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The conversation is closed (ERR_CONVERSATION_CLOSED), or the Idempotency-Key was used with another body (ERR_IDEMPOTENCY_MISMATCH) */
+        MessageConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such conversation or file in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        MessageNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such route, or no such resource (ERR_NOT_FOUND) */
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -2856,7 +3611,7 @@ export interface components {
                  *       "title": "Not Found",
                  *       "status": 404,
                  *       "code": "ERR_NOT_FOUND",
-                 *       "detail": "Tenant not found",
+                 *       "detail": "No such route",
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
@@ -2923,6 +3678,37 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The refresh token is unknown, expired, used or revoked (ERR_INVALID_REFRESH_TOKEN): log in again */
+        RefreshUnauthorized: {
+            headers: {
+                "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The e-mail address has an account (ERR_CONFLICT) */
+        RegisterConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The conversation is not closed (ERR_CONVERSATION_NOT_CLOSED) */
+        ReopenConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A dependency does not answer (ERR_UNAVAILABLE) */
         ServiceUnavailable: {
             headers: {
@@ -2941,6 +3727,26 @@ export interface components {
                  *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
                  *     }
                  */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No survey is waiting, or it was answered (ERR_CONFLICT); `detail` says which */
+        SurveyConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such tenant in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        TenantNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -2967,6 +3773,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The conversation is closed (ERR_CONVERSATION_CLOSED), or nobody in the department can take over (ERR_DEPARTMENT_NO_AGENTS) */
+        TransferConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The target cannot take the conversation (ERR_USER_NOT_IN_TENANT, ERR_ASSIGNEE_LITE_SEAT, ERR_INVALID_DEPARTMENT) */
+        TransferUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No credential, a bad one, or an expired access token (ERR_UNAUTHENTICATED, ERR_TOKEN_EXPIRED) */
         Unauthorized: {
             headers: {
@@ -2975,16 +3801,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "type": "https://docs.customer-chat.dev/errors/ERR_TOKEN_EXPIRED",
-                 *       "title": "Unauthorized",
-                 *       "status": 401,
-                 *       "code": "ERR_TOKEN_EXPIRED",
-                 *       "detail": "The access token has expired; refresh it and retry",
-                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
-                 *     }
-                 */
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -3028,10 +3844,62 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No such visitor in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        VisitorNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The endpoint is disabled (ERR_CONFLICT): enable it first */
+        WebhookConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such webhook in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        WebhookNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such widget in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        WidgetNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such workflow in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        WorkflowNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /** @description API key identifier */
         ApiKeyIdPath: components["schemas"]["ApiKeyId"];
+        /** @description Bot identifier */
+        BotIdPath: components["schemas"]["BotId"];
         /** @description Canned response identifier */
         CannedResponseIdPath: components["schemas"]["CannedResponseId"];
         /** @description Contact identifier */
@@ -3064,6 +3932,8 @@ export interface components {
         WebhookIdPath: components["schemas"]["WebhookId"];
         /** @description Widget identifier */
         WidgetIdPath: components["schemas"]["WidgetId"];
+        /** @description Workflow identifier */
+        WorkflowIdPath: components["schemas"]["WorkflowId"];
     };
     requestBodies: never;
     headers: {
@@ -3295,7 +4165,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ApiKeyNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3340,7 +4210,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ApiKeyNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3470,7 +4340,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["LoginUnauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3556,7 +4426,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["RefreshUnauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3621,7 +4491,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["RegisterConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3993,6 +4863,261 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listBots: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of bots, oldest first (keys, secrets and LLM keys are never listed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "name": "Helper",
+                     *           "kind": "faq",
+                     *           "avatar_url": "https://cdn.example.com/helper.png",
+                     *           "webhook_url": null,
+                     *           "enabled": true,
+                     *           "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *           "llm": null,
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BotList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Helper",
+                 *       "kind": "faq",
+                 *       "avatar_url": "https://cdn.example.com/helper.png",
+                 *       "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BotCreate"];
+            };
+        };
+        responses: {
+            /** @description The bot, its API key and its signing secret (shown this once) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Helper",
+                     *       "kind": "faq",
+                     *       "avatar_url": "https://cdn.example.com/helper.png",
+                     *       "webhook_url": null,
+                     *       "enabled": true,
+                     *       "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "llm": null,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z",
+                     *       "api_key": "chat_3q2Vb8a0Zr1sYtP7uWxKc9dEfGhJkLmNoPqRsTuVwXy",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BotWithSecrets"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDepartmentUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bot */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa1",
+                     *       "name": "Assistant",
+                     *       "kind": "llm",
+                     *       "avatar_url": null,
+                     *       "webhook_url": null,
+                     *       "enabled": true,
+                     *       "handoff_department_id": null,
+                     *       "llm": {
+                     *         "base_url": "https://llm.example.com/v1",
+                     *         "model": "small-chat",
+                     *         "system_prompt": "You answer questions about our shop.",
+                     *         "timeout_ms": 5000,
+                     *         "api_key_set": true
+                     *       },
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Bot"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BotNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BotNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateBot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["BotUpdate"];
+            };
+        };
+        responses: {
+            /** @description The bot as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Helper",
+                     *       "kind": "faq",
+                     *       "avatar_url": "https://cdn.example.com/helper.png",
+                     *       "webhook_url": null,
+                     *       "enabled": true,
+                     *       "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *       "llm": null,
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Bot"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BotNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDepartmentUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listCannedResponses: {
         parameters: {
             query?: {
@@ -4091,7 +5216,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["CannedResponseConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4129,7 +5254,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["CannedResponseNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4179,8 +5304,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["CannedResponseNotFound"];
+            409: components["responses"]["CannedResponseConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4294,7 +5419,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["ContactConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4340,7 +5465,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ContactNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4376,7 +5501,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ContactNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4432,8 +5557,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ContactNotFound"];
+            409: components["responses"]["ContactConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4578,7 +5703,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableContent"];
+            422: components["responses"]["ConversationCreateUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4630,7 +5755,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ConversationNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4691,7 +5816,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ConversationNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4756,11 +5881,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["ConversationClosedConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableContent"];
+            422: components["responses"]["AssigneeUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4814,8 +5939,76 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["ConversationClosedConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    handoffConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "note": "The visitor asks for a refund"
+                 *     }
+                 */
+                "application/json": components["schemas"]["HandoffRequest"];
+            };
+        };
+        responses: {
+            /** @description Handed off */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "message": "Conversation handed off",
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": null,
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "handed_off",
+                     *         "last_message": "You are now talking with our team.",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 0,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null,
+                     *         "satisfaction": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransferResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["HandoffConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDepartmentUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4869,8 +6062,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["ReopenConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4935,11 +6128,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["TransferConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableContent"];
+            422: components["responses"]["TransferUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5045,10 +6238,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["DepartmentConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableContent"];
+            422: components["responses"]["DepartmentUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5088,7 +6281,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["DepartmentNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5124,7 +6317,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["DepartmentNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5173,8 +6366,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["DepartmentNotFound"];
+            409: components["responses"]["DepartmentConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5220,8 +6413,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            422: components["responses"]["UnprocessableContent"];
+            404: components["responses"]["DepartmentNotFound"];
+            422: components["responses"]["DepartmentUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5263,7 +6456,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["DepartmentNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5316,7 +6509,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["DomainNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5361,8 +6554,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["DomainNotFound"];
+            409: components["responses"]["DomainConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5400,7 +6593,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["DomainNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5499,7 +6692,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["FileNotFound"];
             413: components["responses"]["FileTooLarge"];
             415: components["responses"]["NotMultipart"];
             429: components["responses"]["TooManyRequests"];
@@ -5548,7 +6741,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["FileNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5584,7 +6777,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["FileNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5623,7 +6816,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["FileNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5676,8 +6869,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["MessageNotFound"];
+            409: components["responses"]["MessageConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidAttachment"];
@@ -5739,7 +6932,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["MessageNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5776,7 +6969,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["MessageNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5911,7 +7104,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["TenantNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5966,7 +7159,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["TenantNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6025,7 +7218,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["TenantNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6078,8 +7271,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["TenantNotFound"];
+            409: components["responses"]["MemberConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6119,8 +7312,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["MemberNotFound"];
+            409: components["responses"]["MemberConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6174,8 +7367,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["MemberNotFound"];
+            409: components["responses"]["MemberConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6293,7 +7486,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["VisitorNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6455,7 +7648,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WebhookNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6491,7 +7684,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WebhookNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6549,7 +7742,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WebhookNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6614,7 +7807,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WebhookNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6661,8 +7854,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["DeliveryNotFound"];
+            409: components["responses"]["WebhookConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6698,7 +7891,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WebhookNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6733,8 +7926,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["WebhookConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6890,7 +8083,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["ConversationNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6945,8 +8138,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["MessageConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidAttachment"];
@@ -7001,8 +8194,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["SurveyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -7058,7 +8251,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["FileNotFound"];
             413: components["responses"]["FileTooLarge"];
             415: components["responses"]["NotMultipart"];
             429: components["responses"]["TooManyRequests"];
@@ -7110,7 +8303,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["FileNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7200,7 +8393,8 @@ export interface operations {
                      *         "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
                      *         "settings": {
                      *           "color": "#3355ff"
-                     *         }
+                     *         },
+                     *         "team_available": true
                      *       }
                      *     }
                      */
@@ -7209,7 +8403,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WidgetNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -7372,7 +8566,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WidgetNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7408,7 +8602,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WidgetNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7466,7 +8660,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WidgetNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -7503,7 +8697,389 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["WidgetNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWorkflows: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of workflows, oldest first (signing secrets are never listed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "name": "Transcript after closing",
+                     *           "enabled": true,
+                     *           "trigger": {
+                     *             "type": "conversation.closed"
+                     *           },
+                     *           "conditions": [
+                     *             {
+                     *               "field": "contact.email",
+                     *               "operator": "is_set"
+                     *             }
+                     *           ],
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_transcript"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Away message",
+                 *       "trigger": {
+                 *         "type": "conversation.idle",
+                 *         "minutes": 10
+                 *       },
+                 *       "conditions": [
+                 *         {
+                 *           "field": "conversation.assigned",
+                 *           "operator": "equals",
+                 *           "value": false
+                 *         }
+                 *       ],
+                 *       "actions": [
+                 *         {
+                 *           "type": "send_message",
+                 *           "content": "Everyone is busy right now; we will answer by e-mail."
+                 *         },
+                 *         {
+                 *           "type": "set_priority",
+                 *           "priority": "high"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkflowCreate"];
+            };
+        };
+        responses: {
+            /** @description The workflow and the secret that signs its webhook actions */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Away message",
+                     *       "enabled": true,
+                     *       "trigger": {
+                     *         "type": "conversation.idle",
+                     *         "minutes": 10
+                     *       },
+                     *       "conditions": [
+                     *         {
+                     *           "field": "conversation.assigned",
+                     *           "operator": "equals",
+                     *           "value": false
+                     *         }
+                     *       ],
+                     *       "actions": [
+                     *         {
+                     *           "type": "send_message",
+                     *           "content": "Everyone is busy right now; we will answer by e-mail."
+                     *         },
+                     *         {
+                     *           "type": "set_priority",
+                     *           "priority": "high"
+                     *         }
+                     *       ],
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDepartmentUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workflow */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Transcript after closing",
+                     *       "enabled": true,
+                     *       "trigger": {
+                     *         "type": "conversation.closed"
+                     *       },
+                     *       "conditions": [
+                     *         {
+                     *           "field": "contact.email",
+                     *           "operator": "is_set"
+                     *         }
+                     *       ],
+                     *       "actions": [
+                     *         {
+                     *           "type": "send_transcript"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WorkflowNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WorkflowNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkflowUpdate"];
+            };
+        };
+        responses: {
+            /** @description The workflow as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *       "name": "Transcript after closing",
+                     *       "enabled": true,
+                     *       "trigger": {
+                     *         "type": "conversation.closed"
+                     *       },
+                     *       "conditions": [
+                     *         {
+                     *           "field": "contact.email",
+                     *           "operator": "is_set"
+                     *         }
+                     *       ],
+                     *       "actions": [
+                     *         {
+                     *           "type": "send_transcript"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WorkflowNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDepartmentUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWorkflowRuns: {
+        parameters: {
+            query?: {
+                /** @description The next_cursor of the previous page (not with offset) */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only runs in this state */
+                status?: components["schemas"]["WorkflowRunStatus"];
+            };
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs; `next_cursor` continues back in time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa1",
+                     *           "workflow_id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *           "event_type": "conversation.closed",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "depth": 1,
+                     *           "status": "pending",
+                     *           "skip_reason": null,
+                     *           "attempts": 2,
+                     *           "next_attempt_at": "2026-11-21T10:00:35.000Z",
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_transcript",
+                     *               "status": "retrying",
+                     *               "detail": "the mail server answered 451: try again later",
+                     *               "attempts": 2,
+                     *               "next_attempt_at": "2026-11-21T10:00:35.000Z"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 1,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WorkflowRunList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WorkflowNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7570,6 +9146,7 @@ export interface credentials {
     createApiKey: securitySchemes['bearerAuth'];
     createBillingCheckout: securitySchemes['bearerAuth'];
     createBillingPortal: securitySchemes['bearerAuth'];
+    createBot: securitySchemes['bearerAuth'];
     createCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7577,19 +9154,23 @@ export interface credentials {
     createTenant: securitySchemes['bearerAuth'];
     createWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    createWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWsTicket: securitySchemes['bearerAuth'];
+    deleteBot: securitySchemes['bearerAuth'];
     deleteCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteDepartment: securitySchemes['bearerAuth'];
     deleteFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     downloadFile: Record<string, never>;
     forgotPassword: Record<string, never>;
     getBillingSubscription: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getBillingUsage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getBot: securitySchemes['bearerAuth'];
     getContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
-    getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getHealth: Record<string, never>;
@@ -7599,15 +9180,18 @@ export interface credentials {
     getWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWidgetFile: securitySchemes['visitorAuth'];
+    getWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    handoffConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listApiKeys: securitySchemes['bearerAuth'];
     listBillingInvoices: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listBots: securitySchemes['bearerAuth'];
     listCannedResponses: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listContacts: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listConversations: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listDepartments: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listDomains: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listEvents: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
-    listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTeamMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTenantMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listVisitors: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7616,6 +9200,8 @@ export interface credentials {
     listWidgetConversations: securitySchemes['visitorAuth'];
     listWidgetMessages: securitySchemes['visitorAuth'];
     listWidgets: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWorkflowRuns: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listWorkflows: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     login: Record<string, never>;
     logout: Record<string, never>;
     markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7633,12 +9219,13 @@ export interface credentials {
     rotateApiKey: securitySchemes['bearerAuth'];
     rotateWebhookSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     rotateWidgetSecret: securitySchemes['bearerAuth'];
-    sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendWidgetMessage: securitySchemes['visitorAuth'];
     startWidgetConversation: securitySchemes['visitorAuth'];
     startWidgetSession: Record<string, never>;
     testWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     transferConversation: securitySchemes['bearerAuth'];
+    updateBot: securitySchemes['bearerAuth'];
     updateCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -7647,6 +9234,7 @@ export interface credentials {
     updateTenantMember: securitySchemes['bearerAuth'];
     updateWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    updateWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     uploadFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     uploadWidgetFile: securitySchemes['visitorAuth'];
     verifyEmail: Record<string, never>;

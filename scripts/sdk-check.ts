@@ -31,7 +31,8 @@ export function describe(event: Event): string {
     case 'message.created':
       return event.data.message.content;
     case 'conversation.closed':
-      return event.data.survey_id;
+      // null when the close skipped the survey (a workflow's skip_survey).
+      return event.data.survey_id ?? 'closed without a survey';
     default:
       return event.id;
   }

@@ -31,6 +31,7 @@ import { healthHandlers } from './health/health.handlers.ts';
 import { accessMiddleware, type AccessDeps, TENANT_ID } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
+import { mailPagesRouter } from './pages/mail-pages.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { undeclaredBody } from './http/undeclared-body.ts';
@@ -54,11 +55,16 @@ import { widgetHandlers } from './widgets/widget.handlers.ts';
 import { widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
 import { WidgetPublicService } from './widgets/widget-public.service.ts';
 import { WidgetService } from './widgets/widget.service.ts';
+import { widgetScript } from './widgets/widget-script.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
 import { TenantService } from './tenants/tenant.service.ts';
 import { webhookHandlers } from './webhooks/webhook.handlers.ts';
 import { WebhookService } from './webhooks/webhook.service.ts';
+import { botHandlers } from './bots/bot.handlers.ts';
+import { BotService } from './bots/bot.service.ts';
+import { workflowHandlers } from './workflows/workflow.handlers.ts';
+import { WorkflowService } from './workflows/workflow.service.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -107,6 +113,7 @@ export function createServices(deps: AppDeps) {
   const presence = deps.presence ?? everyoneOffline;
   const sessions = deps.sessions ?? new SessionCache();
   const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
+  const team = new TeamService({ database, presence });
   return {
     bus,
     sessions,
@@ -120,14 +127,17 @@ export function createServices(deps: AppDeps) {
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
     visitors: new VisitorService(database),
-    team: new TeamService({ database, presence }),
+    team,
     events: new EventService(database),
     tickets: deps.tickets ?? new MemoryTicketStore(),
     metrics: deps.metrics ?? new Metrics(),
     widgets: new WidgetService(database),
-    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing }),
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    // A workflow's webhook action goes where a webhook endpoint may.
+    workflows: new WorkflowService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
@@ -159,6 +169,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...fileHandlers(services.files),
     ...ticketHandlers(services.tickets),
     ...webhookHandlers(services.webhooks),
+    ...botHandlers(services.bots),
+    ...workflowHandlers(services.workflows),
     ...billingHandlers(services.billing),
     ...options.handlers,
   };
@@ -182,6 +194,10 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const metricsToken = deps.config.metricsToken;
   if (metricsToken) app.get(`${contract.basePath}/metrics`, metricsEndpoint(services.metrics, metricsToken));
   app.use(contract.basePath, contractDocsRouter(contract));
+  // The chat bubble sites embed: a static script outside the API, which it calls like any other client.
+  app.get('/widget.js', widgetScript());
+  // The mail links open these when APP_URL is the service itself (its default).
+  app.use(mailPagesRouter(contract.basePath));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
@@ -238,6 +254,9 @@ function outcome(req: express.Request, res: express.Response) {
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
+    // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking
+    // it again against the OpenAPI schema on every start was most of the validator's start-up time.
+    validateApiSpec: false,
     // allErrors: a client fixing a request wants every finding at once, not one per round trip.
     validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
     validateResponses: validateResponses ? { removeAdditional: false } : false,

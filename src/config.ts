@@ -105,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       WEBHOOK_CONCURRENCY: positiveInt(1, 1000)({ default: 16, desc: 'delivery attempts in flight per instance' }),
       WEBHOOK_POLL_MS: positiveInt(50, 600_000)({ default: 1000, desc: 'how often an instance looks for due deliveries and unread events' }),
       METRICS_TOKEN: str({ default: '', desc: 'bearer token of GET /api/metrics; unset, the endpoint is off' }),
+      METRICS_QUEUE_CACHE_MS: positiveInt(0, 60_000)({ default: 5_000, desc: 'how long a reading of the webhook, workflow and bot queues serves scrapes; 0 reads them at every scrape' }),
       OTEL_EXPORTER_OTLP_ENDPOINT: url({ default: undefined, desc: 'OTLP/HTTP collector; set, requests are traced' }),
       STRIPE_SECRET_KEY: str({ default: '', desc: 'Stripe secret key; unset: every tenant is on the self-hosted plan' }),
       STRIPE_WEBHOOK_SECRET: str({ default: '', desc: 'signing secret of the Stripe webhook endpoint (whsec_...)' }),
@@ -170,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     requireHttps: e.REQUIRE_HTTPS ?? e.NODE_ENV === 'production',
     metricsToken: e.METRICS_TOKEN || undefined,
+    metricsQueueCacheMs: e.METRICS_QUEUE_CACHE_MS,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
     retention: {

@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import pino from 'pino';
-import { createClient } from 'redis';
 import { buildApp } from './app.ts';
 import { EventBus } from './events/bus.ts';
 import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
@@ -26,12 +25,17 @@ import { createMailer } from './mail/mailer.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
+import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
+import { BotRunner } from './bots/bot.runner.ts';
+import { WorkflowRunner, idleJob } from './workflows/workflow.runner.ts';
 
 export interface RunningService {
   server: Server;
   gateway: RealtimeGateway;
   scheduler: Scheduler;
   webhooks: WebhookDispatcher;
+  bots: BotRunner;
+  workflows: WorkflowRunner;
   url: string;
   stop(): Promise<void>;
 }
@@ -51,7 +55,8 @@ export async function startService(config: Config): Promise<RunningService> {
   const storage = storageFromConfig(config);
   const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
-  const redis = config.redisUrl ? createClient({ url: config.redisUrl }) : undefined;
+  // Imported only when configured: the embedded default need not load the client on every start.
+  const redis = config.redisUrl ? (await import('redis')).createClient({ url: config.redisUrl }) : undefined;
   if (redis) {
     redis.on('error', (err) => logger.error({ err }, 'redis error'));
     await redis.connect();
@@ -59,7 +64,7 @@ export async function startService(config: Config): Promise<RunningService> {
   // With Redis, every instance shares presence, tickets, rate limits and event notifications.
   const redisClient = redis as import('redis').RedisClientType | undefined;
   const bus = new EventBus();
-  const metrics = new Metrics({ processMetrics: true });
+  const metrics = new Metrics({ processMetrics: true, queueCacheMs: config.metricsQueueCacheMs });
   const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
   const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
   const fanout = redisClient
@@ -124,12 +129,41 @@ export async function startService(config: Config): Promise<RunningService> {
   const scheduler = new Scheduler({
     database,
     logger,
-    jobs: [...retentionJobs(config.retention), orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs })],
+    jobs: [
+      ...retentionJobs(config.retention),
+      orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs }),
+      // Idle conversations are looked for every minute: an idle workflow fires within about a minute and a half.
+      idleJob({ bus, intervalMs: 60_000 }),
+    ],
   });
   scheduler.start();
-  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks });
+  const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
+  // Bots hear of their conversations through the same outbox, with the webhooks' address rule and timeout.
+  const bots = new BotRunner({
+    database,
+    logger,
+    bus,
+    allowPrivate: config.webhooks.allowPrivate,
+    timeoutMs: config.webhooks.timeoutMs,
+    pollMs: config.webhooks.pollMs,
+    services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
+    metrics,
+  });
+  bots.start();
+  const workflows = new WorkflowRunner({
+    database,
+    logger,
+    bus,
+    mailer,
+    conversations: services.conversations,
+    allowPrivate: config.webhooks.allowPrivate,
+    timeoutMs: config.webhooks.timeoutMs,
+    metrics,
+  });
+  workflows.start();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -141,6 +175,9 @@ export async function startService(config: Config): Promise<RunningService> {
       logger.info('shutting down');
       await scheduler.stop();
       await webhooks.stop();
+      await bots.stop();
+      await wakeups?.close();
+      await workflows.stop();
       await gateway.close();
       await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
@@ -160,7 +197,7 @@ export async function startService(config: Config): Promise<RunningService> {
       await tracing?.stopTracing();
       logger.info('stopped');
     })());
-  return { server, gateway, scheduler, webhooks, url, stop };
+  return { server, gateway, scheduler, webhooks, bots, workflows, url, stop };
 }
 
 async function main(): Promise<void> {

@@ -20,6 +20,8 @@ interface Fixture {
   agentToken: string;
   liteOwnerToken: string;
   fullKey: string;
+  /** A bot's key (scope `bot`), which only operations naming that scope take. */
+  botKey: string;
   /** A key with one scope that no operation asks for alone. */
   /** Keys holding one scope each that some operation does not need: the test picks one the operation lacks. */
   poorKeys: Record<string, string>;
@@ -53,6 +55,8 @@ function concretePath(path: string, fx: Fixture): string {
       if (refs.includes('DomainIdPath')) return newId('domain');
       if (refs.includes('FileIdPath')) return newId('file');
       if (refs.includes('WebhookIdPath')) return newId('webhook');
+      if (refs.includes('BotIdPath')) return newId('bot');
+      if (refs.includes('WorkflowIdPath')) return newId('workflow');
       throw new Error(`no value for {${name}} in ${path}: teach access.test.ts about it`);
     })
   );
@@ -81,6 +85,7 @@ describe('access rules of every operation in the contract', () => {
     for (const scope of ['billing:read', 'webhooks:read']) {
       fx.poorKeys[scope] = (await request(app).post('/api/v1/api-keys').set(auth).send({ name: `poor ${scope}`, scopes: [scope] }).expect(201)).body.key;
     }
+    fx.botKey = (await request(app).post('/api/v1/bots').set(auth).send({ name: 'walk', kind: 'faq' }).expect(201)).body.api_key;
     const widget = (await request(app).post('/api/v1/widgets').set(auth).send({ name: 'walk' }).expect(201)).body;
     await request(app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'shop.example' }).expect(201);
     fx.visitorToken = (
@@ -92,7 +97,10 @@ describe('access rules of every operation in the contract', () => {
     const spec = operationObject(op.path, op.method);
     const security: Record<string, string[]>[] = spec.security ?? contract.document.security ?? [];
     const isPublic = security.length === 0 || security.some((r) => Object.keys(r).length === 0);
-    const apiKeyScopes = security.find((r) => 'apiKeyAuth' in r)?.apiKeyAuth;
+    const keyRequirements = security.filter((r) => 'apiKeyAuth' in r).map((r) => r.apiKeyAuth!);
+    // An integration's key needs these scopes; a bot's key passes only where `bot` is named.
+    const apiKeyScopes = keyRequirements.find((scopes) => !scopes.includes('bot'));
+    const botAllowed = keyRequirements.some((scopes) => scopes.includes('bot'));
     const roles = spec['x-access']?.roles;
     const label = `${op.operationId} (${op.method.toUpperCase()} ${op.path})`;
 
@@ -124,10 +132,15 @@ describe('access rules of every operation in the contract', () => {
       expect(res.status, res.text).not.to.be.oneOf([401, 403]);
     });
 
-    if (!apiKeyScopes) {
-      it(`${label}: an API key is 403 ERR_USER_TOKEN_REQUIRED`, async () => {
+    if (keyRequirements.length === 0) {
+      it(`${label}: an API key, a bot's too, is 403 ERR_USER_TOKEN_REQUIRED`, async () => {
         const res = await call(op.method, concretePath(op.path, fx), { 'X-API-Key': fx.fullKey, 'X-Tenant-ID': fx.tenant.tenantId });
         expectProblem(res, 403, 'ERR_USER_TOKEN_REQUIRED');
+        expectProblem(await call(op.method, concretePath(op.path, fx), { 'X-API-Key': fx.botKey, 'X-Tenant-ID': fx.tenant.tenantId }), 403, 'ERR_USER_TOKEN_REQUIRED');
+      });
+    } else if (!apiKeyScopes) {
+      it(`${label}: only a bot's key: an integration's key with every scope is 403`, async () => {
+        expectProblem(await call(op.method, concretePath(op.path, fx), { 'X-API-Key': fx.fullKey, 'X-Tenant-ID': fx.tenant.tenantId }), 403, 'ERR_FORBIDDEN');
       });
     } else {
       it(`${label}: an API key without ${apiKeyScopes.join(', ')} is 403; with it, it gets past`, async () => {
@@ -136,6 +149,14 @@ describe('access rules of every operation in the contract', () => {
         expectProblem(await call(op.method, path, { 'X-API-Key': poorKey, 'X-Tenant-ID': fx.tenant.tenantId }), 403, 'ERR_FORBIDDEN');
         const res = await call(op.method, path, { 'X-API-Key': fx.fullKey, 'X-Tenant-ID': fx.tenant.tenantId });
         expect(res.status, res.text).not.to.be.oneOf([401, 403]);
+      });
+    }
+
+    if (keyRequirements.length > 0) {
+      it(`${label}: a bot's key ${botAllowed ? 'gets past' : 'is 403'}`, async () => {
+        const res = await call(op.method, concretePath(op.path, fx), { 'X-API-Key': fx.botKey, 'X-Tenant-ID': fx.tenant.tenantId });
+        if (botAllowed) expect(res.status, res.text).not.to.be.oneOf([401, 403]);
+        else expectProblem(res, 403, 'ERR_FORBIDDEN');
       });
     }
 

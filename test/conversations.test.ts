@@ -452,18 +452,24 @@ describe('conversations', () => {
 });
 
 describe('conversation counts at scale', () => {
-  it('total is exact up to 10,000 and an estimate, flagged, beyond', async function () {
+  it('total is exact at any size for status, assignee and department; capped, then estimated and flagged, for the rest', async function () {
     this.timeout(120_000);
     const { app, database } = await getHarness();
     const { seedConversations } = await import('../scripts/bench/seed-conversations.ts');
     const t = await createTenant();
     await seedConversations(database, t.tenantId, 10_050);
-    const all = await request(app).get('/api/v1/conversations?limit=5').set(bearer(t.owner.accessToken)).expect(200);
-    expect(all.body.pagination).to.include({ total_is_estimate: true, has_more: true, limit: 5 });
-    expect(all.body.pagination.total).to.be.at.least(10_001);
-    // Every third seeded conversation is closed: 3,350 of them, counted exactly.
-    const closedOnes = await request(app).get('/api/v1/conversations?status=closed&limit=5').set(bearer(t.owner.accessToken)).expect(200);
-    expect(closedOnes.body.pagination.total).to.equal(3350);
-    expect(closedOnes.body.pagination).not.to.have.property('total_is_estimate');
+    const list = async (query: string) => (await request(app).get(`/api/v1/conversations?limit=5&${query}`).set(bearer(t.owner.accessToken)).expect(200)).body.pagination;
+    // Every third seeded conversation is closed (3,350), the rest open and unassigned, in no department.
+    expect(await list('')).to.include({ total: 10_050, has_more: true }).and.not.to.have.property('total_is_estimate');
+    expect(await list('status=open')).to.include({ total: 6700 }).and.not.to.have.property('total_is_estimate');
+    expect(await list('status=closed')).to.include({ total: 3350 }).and.not.to.have.property('total_is_estimate');
+    expect(await list('status=open&assigned_to=none')).to.include({ total: 6700 }).and.not.to.have.property('total_is_estimate');
+    expect(await list('assigned_to=me')).to.include({ total: 0, has_more: false });
+    // Free text is counted up to 10,000, then estimated, and says so.
+    const searched = await list('q=Question');
+    expect(searched).to.include({ total_is_estimate: true, has_more: true });
+    expect(searched.total).to.be.at.least(10_001);
+    // Priority (a quarter of them: 2,513 low) is below the cap: counted exactly.
+    expect(await list('priority=low')).to.include({ total: 2513 }).and.not.to.have.property('total_is_estimate');
   });
 });

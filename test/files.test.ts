@@ -274,7 +274,8 @@ for (const makeBackend of [localBackend, s3Backend]) {
         const problem = expectProblem(await send(body, contentType), 400, 'ERR_VALIDATION');
         expect(`${problem.detail} ${JSON.stringify(problem.errors)}`, label).to.match(detail);
       }
-      expectProblem(await request(base).post('/api/v1/files').set(bearer(t.owner.accessToken)).send({ file: 'x' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
+      const json = expectProblem(await request(base).post('/api/v1/files').set(bearer(t.owner.accessToken)).send({ file: 'x' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
+      expect(json.detail).to.equal('Send the body as multipart/form-data');
       expect(await stored()).to.deep.equal(before);
     });
 

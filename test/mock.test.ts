@@ -62,6 +62,23 @@ describe('the mock (npm run mock)', function () {
     expect(await mocked.json()).to.have.property('data').that.is.an('array');
   });
 
+  it("answers an operation's own errors: its 404 and 409 first, another by Prefer: example=NAME", async () => {
+    const id = 'conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60';
+    const ask = async (method: string, path: string, prefer: string, body?: unknown) => {
+      const headers = { authorization: 'Bearer token', prefer, ...(body ? { 'content-type': 'application/json' } : {}) };
+      const res = await fetch(`${base}/api${path}`, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const missing = await ask('GET', `/v1/conversations/${id}`, 'code=404');
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.include({ code: 'ERR_NOT_FOUND', detail: 'Conversation not found' });
+    expect((await ask('POST', `/v1/conversations/${id}/reopen`, 'code=409')).body).to.include({ code: 'ERR_CONVERSATION_NOT_CLOSED' });
+    expect((await ask('POST', `/v1/conversations/${id}/close`, 'code=409')).body).to.include({ code: 'ERR_CONVERSATION_CLOSED' });
+    expect((await ask('POST', '/v1/auth/login', 'code=401', { email: 'ada@example.com', password: 'correct horse battery' })).body).to.include({ detail: 'The e-mail address or the password is wrong' });
+    const transfer = await ask('POST', `/v1/conversations/${id}/transfer`, 'code=409, example=DepartmentNoAgents', { department_id: '01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a61' });
+    expect(transfer.body).to.include({ code: 'ERR_DEPARTMENT_NO_AGENTS' });
+  });
+
   it('routes every operation at the path the service routes it', async () => {
     const { app } = await getHarness();
     const { operations, basePath } = loadContract();

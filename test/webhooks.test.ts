@@ -1,14 +1,18 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import type { Express } from 'express';
 import { sql } from 'kysely';
 import pino from 'pino';
+import { type RedisClientType, createClient } from 'redis';
 import request from 'supertest';
 import { buildApp } from '../src/app.ts';
 import { EventBus } from '../src/events/bus.ts';
 import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
+import { RedisDispatchWakeups } from '../src/webhooks/webhook.wakeups.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
-import { addressRefusal, createTransport } from '../src/webhooks/webhook.transport.ts';
+import { addressRefusal, createTransport, signature } from '../src/webhooks/webhook.transport.ts';
 import { RequestFilteringHttpAgent } from 'request-filtering-agent';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
 import { type Harness, getHarness, sentMail } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
@@ -294,6 +298,27 @@ describe('webhooks', () => {
     });
   });
 
+  describe('signing', () => {
+    it('signs byte for byte as standardwebhooks does, for any secret, id, time and body', () => {
+      fc.assert(
+        fc.property(
+          fc.uint8Array({ minLength: 1, maxLength: 64 }),
+          fc.string({ minLength: 1, maxLength: 40 }),
+          fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }),
+          fc.string({ unit: 'binary', maxLength: 300 }),
+          (key, id, at, body) => {
+            const secret = `whsec_${Buffer.from(key).toString('base64')}`;
+            expect(signature(secret, id, at, body)).to.equal(new StandardWebhook(secret).sign(id, at, body));
+          },
+        ),
+      );
+    });
+
+    it('refuses a secret standardwebhooks refuses', () => {
+      expect(() => signature('whsec_', 'evt_1', new Date(), '{}')).to.throw(/empty/);
+    });
+  });
+
   describe('outgoing addresses', () => {
     it('the filter refuses loopback, private, link-local, metadata and other non-public addresses', () => {
       for (const address of ['127.0.0.1', '127.8.9.10', '::1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '0.0.0.0', '::', '100.64.0.1', '224.0.0.1']) {
@@ -361,5 +386,52 @@ describe('webhooks', () => {
       expect(await transport.post(r.url, {}, '{}')).to.deep.equal({ statusCode: 307, error: 'the receiver answered 307' });
       transport.close();
     });
+  });
+});
+
+describe('webhooks across instances', () => {
+  it('a commit on one instance wakes the dispatcher of another through Redis, long before its poll', async function () {
+    if (!process.env.REDIS_URL) this.skip();
+    const h = await getHarness();
+    const bus = new EventBus();
+    const { app } = buildApp({ ...h.deps, bus });
+    const redisA = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
+    const redisB = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
+    await redisA.connect();
+    await redisB.connect();
+    const wakeupsA = await RedisDispatchWakeups.create(redisA);
+    const wakeupsB = await RedisDispatchWakeups.create(redisB);
+    // Instance A makes the events and has no dispatcher; B's bus hears nothing and it polls once an hour.
+    const stopRelay = wakeupsA.relay(bus);
+    const r = await startReceiver();
+    const dispatcher = new WebhookDispatcher({
+      database: h.database,
+      logger: pino({ level: 'silent' }),
+      bus: new EventBus(),
+      mailer: h.deps.mailer,
+      allowPrivate: true,
+      pollMs: 3_600_000,
+      wakeups: wakeupsB,
+    });
+    try {
+      const t = await createTenant();
+      const hook = (await request(app).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: r.url, events: ['message.created'] }).expect(201)).body;
+      r.secrets.push(hook.secret);
+      const conv = await createConversation(t, {}, t.owner.accessToken, app);
+      // The cursor exists before the message (a first pass starts at the head of the feed).
+      await dispatcher.fanOutOnce();
+      dispatcher.start();
+      const sent = (await request(app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'hi' }).expect(201)).body;
+      await r.until((got) => got.some((d) => d.verified?.data?.message?.id === sent.id && d.answered === 200), 10_000);
+    } finally {
+      stopRelay();
+      await dispatcher.stop();
+      await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', '=', r.url).execute());
+      await r.close();
+      await wakeupsA.close();
+      await wakeupsB.close();
+      await redisA.quit();
+      await redisB.quit();
+    }
   });
 });

@@ -98,6 +98,25 @@ describe('the public widget API', function () {
     agentSocket.close();
   });
 
+  it('a session says whether someone in the team is online to answer (online, not away; full seats only)', async () => {
+    const t = await createTenant();
+    const agent = await addMember(t);
+    const lite = await addMember(t, { seat: 'lite' });
+    const widget = await widgetOf(t);
+    const available = async () => (await session(widget.id).expect(201)).body.widget.team_available;
+    expect(await available()).to.equal(false);
+    const liteSocket = await connect(rt.wsUrl, bearer(await login(lite.email)));
+    expect(await available(), 'a lite seat does not answer chats').to.equal(false);
+    const agentSocket = await connect(rt.wsUrl, bearer(await login(agent.email)));
+    expect(await available()).to.equal(true);
+    agentSocket.ws.send(JSON.stringify({ type: 'presence', status: 'away' }));
+    // The lite member hears the agent's presence change once it is recorded.
+    await liteSocket.next((f) => f.type === 'presence.updated' && f.data.user_id === agent.userId && f.data.presence === 'away');
+    expect(await available(), 'away is not available').to.equal(false);
+    agentSocket.close();
+    liteSocket.close();
+  });
+
   it('a foreign origin is refused at every public operation, and gets no CORS header', async () => {
     const t = await createTenant();
     const widget = await widgetOf(t);

@@ -1,12 +1,16 @@
 // Fan-out benchmark: N sockets of one tenant (1,000 and 10,000), one event published at a time (a message
 // sent over REST), and the time until the last socket has it, over several events (p50, p99); plus the
-// server's memory per idle connection (RSS growth over N). The server is a process of its own.
+// server's memory per idle connection (RSS growth over N). Beside it, in the same run, a bare `ws` server
+// (scripts/bench/bare-ws-server.ts) broadcasts the same frame to the same number of sockets, timed the
+// same way from the request that causes it; the ratio is the service's time over the bare one's. Each
+// server is a process of its own. Figures go to scripts/bench/results/fanout.json.
 //
 //   npm run bench:fanout                                  # embedded PGlite
 //   DATABASE_URL=postgres://... npm run bench:fanout
 //   BENCH_SOCKETS=1000,10000 BENCH_EVENTS=20 ...
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
+import { type Figures, writeResults } from './results.ts';
 import { startProcess } from './support.ts';
 
 const sizes = (process.env.BENCH_SOCKETS ?? '1000,10000').split(',').map(Number);
@@ -18,7 +22,8 @@ const percentile = (values: number[], p: number) => {
 };
 
 console.log(`fan-out benchmark: ${cpus().length} cores, ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${eventsPerSize} events per size\n`);
-console.log('sockets   connect s   last socket p50 ms   p99 ms   max ms   server RSS per idle connection');
+console.log('sockets   server    connect s   last socket p50 ms   p99 ms   max ms   RSS per idle connection   p50, p99 of bare');
+const figures: Figures = {};
 for (const n of sizes) {
   // A fresh server per size, so its memory before the sockets is a clean baseline.
   const { url: base, rssKiB, stop } = await startProcess('src/server.ts', {
@@ -38,19 +43,72 @@ for (const n of sizes) {
     const token = owner.body.access_token as string;
     const conversation = (await post('/api/v1/conversations', token, { ...(await post('/api/v1/contacts', token, { name: 'c' }).then((r) => ({ contact_id: r.body.id }))) })).body;
     const rssBefore = rssKiB();
-    const sockets: WebSocket[] = [];
-    const started = Date.now();
-    let onFrame: (content: string) => void = () => undefined;
+    let lastFrame = '';
+    const service = await measure(n, `${base.replace('http', 'ws')}/api/v1/ws`, { Authorization: `Bearer ${token}` }, async (content) => {
+      const sent = await post('/api/v1/messages', token, { conversation_id: conversation.id, content });
+      if (sent.status !== 201) throw new Error(`send failed: ${sent.status}`);
+    }, (frame) => (lastFrame = frame), async () => {
+      const perConnection = ((rssKiB() - rssBefore) * 1024) / n;
+      figures[`${n}.service.rss_per_connection_kib`] = Number((perConnection / 1024).toFixed(1));
+    });
+    // The bare server sends the service's own last frame, its content made unique per event as the service's are.
+    const bare = await startProcess('scripts/bench/bare-ws-server.ts', {});
+    const marker = /"content":"(fan-out [^"]+)"/.exec(lastFrame)![1]!;
+    const bareRun = await measure(n, bare.url.replace('http', 'ws'), {}, async (content) => {
+      const res = await fetch(`${bare.url}/broadcast`, { method: 'POST', body: lastFrame.replace(marker, content) });
+      if (res.status !== 202) throw new Error(`broadcast failed: ${res.status}`);
+    });
+    await bare.stop();
+    const [p50, p99] = [percentile(service.completions, 50), percentile(service.completions, 99)];
+    const [b50, b99] = [percentile(bareRun.completions, 50), percentile(bareRun.completions, 99)];
+    Object.assign(figures, {
+      [`${n}.service.connect_s`]: service.connectSeconds,
+      [`${n}.service.p50_ms`]: Number(p50.toFixed(1)),
+      [`${n}.service.p99_ms`]: Number(p99.toFixed(1)),
+      [`${n}.bare_ws.p50_ms`]: Number(b50.toFixed(1)),
+      [`${n}.bare_ws.p99_ms`]: Number(b99.toFixed(1)),
+      [`${n}.ratio_p50`]: Number((p50 / b50).toFixed(2)),
+      [`${n}.ratio_p99`]: Number((p99 / b99).toFixed(2)),
+    });
+    console.log(
+      `${String(n).padEnd(9)} service   ${service.connectSeconds.toFixed(1).padStart(9)}   ${p50.toFixed(1).padStart(18)}   ${p99.toFixed(1).padStart(6)}   ${Math.max(...service.completions).toFixed(1).padStart(6)}   ${String(figures[`${n}.service.rss_per_connection_kib`]).padStart(15)} KiB   ${(p50 / b50).toFixed(2)}x, ${(p99 / b99).toFixed(2)}x`,
+    );
+    console.log(
+      `${String(n).padEnd(9)} bare ws   ${bareRun.connectSeconds.toFixed(1).padStart(9)}   ${b50.toFixed(1).padStart(18)}   ${b99.toFixed(1).padStart(6)}   ${Math.max(...bareRun.completions).toFixed(1).padStart(6)}`,
+    );
+  } finally {
+    await stop();
+  }
+}
+writeResults('fanout', figures, { events: eventsPerSize });
+
+/**
+ * Opens n sockets, then times eventsPerSize events, one at a time: from the request that causes one to
+ * the moment the last socket has its frame. `idle` runs once the sockets are open and quiet.
+ */
+async function measure(
+  n: number,
+  wsUrl: string,
+  headers: Record<string, string>,
+  send: (content: string) => Promise<void>,
+  onEventFrame: (frame: string) => void = () => undefined,
+  idle: () => Promise<void> = async () => undefined,
+) {
+  const sockets: WebSocket[] = [];
+  const started = Date.now();
+  let onFrame: (content: string) => void = () => undefined;
+  try {
     for (let i = 0; i < n; i += 200) {
       await Promise.all(
         Array.from({ length: Math.min(200, n - i) }, () =>
           new Promise<void>((resolve, reject) => {
-            const ws = new WebSocket(`${base.replace('http', 'ws')}/api/v1/ws`, { headers: { Authorization: `Bearer ${token}` } });
+            const ws = new WebSocket(wsUrl, { headers });
             ws.on('message', (raw) => {
               const text = raw.toString();
               if (text.startsWith('{"type":"welcome"')) return resolve();
               // A cheap test before parsing: only message.created frames matter here.
               if (!text.includes('"message.created"')) return;
+              onEventFrame(text);
               onFrame((JSON.parse(text) as { data: { message: { content: string } } }).data.message.content);
             });
             ws.once('error', reject);
@@ -59,28 +117,24 @@ for (const n of sizes) {
         ),
       );
     }
-    const connectSeconds = (Date.now() - started) / 1000;
+    const connectSeconds = Number(((Date.now() - started) / 1000).toFixed(1));
     await new Promise((r) => setTimeout(r, 1000));
-    const perConnection = ((rssKiB() - rssBefore) * 1024) / n;
+    await idle();
     const completions: number[] = [];
     for (let e = 0; e < eventsPerSize; e++) {
       const content = `fan-out ${n} #${e}`;
       let received = 0;
+      const t0 = performance.now();
       const done = new Promise<number>((resolve) => {
-        const t0 = performance.now();
         onFrame = (c) => {
           if (c === content && ++received === n) resolve(performance.now() - t0);
         };
       });
-      const sent = await post('/api/v1/messages', token, { conversation_id: conversation.id, content });
-      if (sent.status !== 201) throw new Error(`send failed: ${sent.status}`);
+      await send(content);
       completions.push(await done);
     }
-    console.log(
-      `${String(n).padEnd(9)} ${connectSeconds.toFixed(1).padStart(9)}   ${percentile(completions, 50).toFixed(1).padStart(18)}   ${percentile(completions, 99).toFixed(1).padStart(6)}   ${Math.max(...completions).toFixed(1).padStart(6)}   ${(perConnection / 1024).toFixed(1)} KiB`,
-    );
-    for (const ws of sockets) ws.terminate();
+    return { connectSeconds, completions };
   } finally {
-    await stop();
+    for (const ws of sockets) ws.terminate();
   }
 }

@@ -16,10 +16,16 @@ export const freePort = () =>
  */
 export async function startProcess(script: string, env: Record<string, string>) {
   const port = await freePort();
-  const child = spawn(process.execPath, [script], {
+  // BENCH_CPU_PROF=dir: the service writes a V8 CPU profile there when it stops (chrome://inspect, or speedscope).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, script], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  // A benchmark that fails must not leave its service running (on a shared database it keeps working).
+  const orphaned = () => child.kill('SIGKILL');
+  process.once('exit', orphaned);
+  child.once('exit', () => process.off('exit', orphaned));
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (await fetch(`${url}/api/health`).then(() => true, () => false)) break;

@@ -9,6 +9,7 @@
 import type * as apiKey from '../../src/api-keys/api-key.repository.ts';
 import type * as auth from '../../src/auth/auth.repository.ts';
 import type * as billing from '../../src/billing/billing.repository.ts';
+import type * as bot from '../../src/bots/bot.repository.ts';
 import type * as cannedResponse from '../../src/canned-responses/canned-response.repository.ts';
 import type * as contact from '../../src/contacts/contact.repository.ts';
 import type * as conversation from '../../src/conversations/conversation.repository.ts';
@@ -24,6 +25,7 @@ import type * as tenant from '../../src/tenants/tenant.repository.ts';
 import type * as visitor from '../../src/visitors/visitor.repository.ts';
 import type * as webhook from '../../src/webhooks/webhook.repository.ts';
 import type * as widget from '../../src/widgets/widget.repository.ts';
+import type * as workflow from '../../src/workflows/workflow.repository.ts';
 
 type Tail<T> = T extends [unknown, ...infer Rest] ? Rest : never;
 type Case<A> = A | { args: A; rows?: number[] };
@@ -103,6 +105,37 @@ export const samples: Record<string, Record<string, unknown>> = {
     updateCannedResponse: ['cr', { title: 't' }, NOW],
     deleteCannedResponse: ['cr'],
   }),
+  'bots/bot.repository.ts': of<typeof bot>({
+    insertBot: [
+      {
+        id: 'bot',
+        tenant_id: 'tn',
+        name: 'n',
+        kind: 'faq',
+        avatar_url: null,
+        webhook_url: null,
+        enabled: true,
+        secret: 'whsec_x',
+        handoff_department_id: null,
+        settings: {},
+        now: NOW,
+      },
+    ],
+    listBots: [PAGE],
+    findBot: { cases: { read: ['bot'], lock: ['bot', { lock: true }] } },
+    updateBot: ['bot', { name: 'n', enabled: false, settings: {} }, NOW],
+    deleteBot: ['bot', NOW],
+    departmentExists: ['d'],
+    ensureCursor: ['bots', { txid: '1', position: 1 }],
+    lockCursor: ['bots'],
+    advanceCursor: ['bots', { txid: '2', position: 2 }],
+    conversationsHeldByBots: [['conv', 'conv2']],
+    insertBotDeliveries: [[{ id: 'btd', tenant_id: 'tn', bot_id: 'bot', conversation_id: 'conv', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
+    claimDueBotDeliveries: [10, 'token', 15_000],
+    queueStats: [],
+    recordBotSuccess: ['btd', 'token', 200],
+    recordBotFailure: { cases: { 'to retry': ['btd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['btd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
+  }),
   'contacts/contact.repository.ts': of<typeof contact>({
     listContacts: { cases: { first: [{}, { limit: 20 }], 'search, after a cursor': [{ q: 'q' }, { limit: 20, after: AFTER }] } },
     findContact: { cases: { read: ['ct'], lock: ['ct', { lock: true }] } },
@@ -126,6 +159,8 @@ export const samples: Record<string, Record<string, unknown>> = {
         department_id: null,
         assigned_user_id: null,
         widget_id: 'wgt',
+        bot_id: 'bot',
+        bot_state: 'active',
         now: NOW,
       },
     ],
@@ -140,8 +175,16 @@ export const samples: Record<string, Record<string, unknown>> = {
         ],
       },
     },
+    countConversations: [{ priority: 'high', q: 'q' }],
+    countFromCounters: {
+      cases: {
+        'no filter': [{}],
+        'every counted filter, unassigned': [{ status: 'open', assignedUserId: null, departmentId: 'd' }],
+      },
+    },
     departmentExists: ['d'],
     departmentCandidates: ['d'],
+    teamCandidates: ['tn'],
     markAssigned: ['usr', NOW],
     releaseConversationsOf: ['usr', NOW],
     insertSurvey: [{ id: 'srv', tenant_id: 'tn', conversation_id: 'conv', created_at: NOW }],
@@ -280,11 +323,48 @@ export const samples: Record<string, Record<string, unknown>> = {
     insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
     claimDueDeliveries: [10, 'token', 15_000],
     recordSuccess: ['whd', 'token', 200],
+    recordSuccesses: [[{ id: 'whd', lockToken: 'token', statusCode: 200 }, { id: 'whd2', lockToken: 'token', statusCode: 204 }]],
+    releaseClaims: [[{ id: 'whd', lockToken: 'token' }, { id: 'whd2', lockToken: 'token' }]],
     recordFailure: { cases: { 'to retry': ['whd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['whd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
     clearFailingStreak: ['whk'],
+    clearFailingStreaks: [['whk', 'whk2']],
     noteFailure: ['whk', 5 * DAY],
     disableWebhook: ['whk', 'gone'],
     activeOwnerEmails: ['tn'],
+    queueStats: [],
+  }),
+  'workflows/workflow.repository.ts': of<typeof workflow>({
+    insertWorkflow: [
+      { id: 'wf', tenant_id: 'tn', name: 'n', enabled: true, trigger_type: 'conversation.closed', trigger: { type: 'conversation.closed' }, conditions: [], actions: [{ type: 'close' }], secret: 'whsec_x', now: NOW },
+    ],
+    listWorkflows: [PAGE],
+    findWorkflow: ['wf'],
+    updateWorkflow: ['wf', { enabled: false, trigger: { type: 'conversation.created' }, trigger_type: 'conversation.created', actions: [{ type: 'close' }] }, NOW],
+    deleteWorkflow: ['wf'],
+    listRuns: { cases: { first: ['wf', {}, { limit: 20 }], 'by status, next page': ['wf', { status: 'failed' }, { limit: 20, before: AFTER }] } },
+    idleConversations: ['tn', 10, NOW, 500],
+    markIdle: [{ tenant_id: 'tn', conversation_id: 'conv', minutes: 10, fired_for: NOW }],
+    idleTriggers: [],
+    ensureCursor: ['workflows', { txid: '1', position: 1 }],
+    lockCursor: ['workflows'],
+    advanceCursor: ['workflows', { txid: '2', position: 2 }],
+    enabledWorkflowsOf: [['tn', 'tn2'], ['conversation.closed', 'message.created']],
+    insertRuns: {
+      cases: {
+        'to run': [[{ id: 'wfr', tenant_id: 'tn', workflow_id: 'wf', event_id: 'evt', event_type: 'conversation.closed', event_body: '{}', conversation_id: 'conv', depth: 1, actions: [] }]],
+        'too deep': [[{ id: 'wfr', tenant_id: 'tn', workflow_id: 'wf', event_id: 'evt', event_type: 'message.created', event_body: '{}', conversation_id: 'conv', depth: 4, actions: [], skip_reason: 'depth' }]],
+      },
+    },
+    claimDueRuns: [10, 'token', 60_000],
+    queueStats: [],
+    recordRun: {
+      cases: {
+        'next action': ['wfr', 'token', { actions: [], status: 'pending', retry_step: 0, keepLease: true }],
+        retry: ['wfr', 'token', { actions: [], status: 'pending', retryInMs: 5_000, retry_step: 1 }],
+        finished: ['wfr', 'token', { actions: [], status: 'succeeded' }],
+        skipped: ['wfr', 'token', { actions: [], status: 'skipped', skip_reason: 'conditions' }],
+      },
+    },
   }),
   'widgets/widget.repository.ts': of<typeof widget>({
     listWidgets: [PAGE],

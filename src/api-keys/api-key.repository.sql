@@ -35,6 +35,7 @@ from
   "api_keys"
 where
   "revoked_at" is null
+  and "bot_id" is null
 order by
   "created_at" desc,
   "id" desc
@@ -49,7 +50,8 @@ select
 from
   "api_keys"
 where
-  "revoked_at" is null;
+  "revoked_at" is null
+  and "bot_id" is null;
 
 -- api-key.revokeApiKey
 update "api_keys"
@@ -57,7 +59,8 @@ set
   "revoked_at" = $1
 where
   "id" = $2
-  and "revoked_at" is null;
+  and "revoked_at" is null
+  and "bot_id" is null;
 
 -- api-key.replaceApiKeySecret
 update "api_keys"
@@ -68,6 +71,7 @@ set
 where
   "id" = $4
   and "revoked_at" is null
+  and "bot_id" is null
 returning
   "id",
   "name",
@@ -82,7 +86,8 @@ select
   "id",
   "tenant_id",
   "scopes",
-  "last_used_at"
+  "last_used_at",
+  "bot_id"
 from
   "api_keys"
 where

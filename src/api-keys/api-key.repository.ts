@@ -1,18 +1,19 @@
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 
+// A bot's key (bot_id set) is the bot's: made, shown and removed with it, never listed, revoked or rotated here.
 const PUBLIC_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'created_at', 'rotated_at', 'last_used_at'] as const;
 
 export async function insertApiKey(
   trx: Tx,
-  key: { id: string; tenant_id: string; name: string; scopes: string[]; prefix: string; key_hash: Buffer; created_by: string },
+  key: { id: string; tenant_id: string; name: string; scopes: string[]; prefix: string; key_hash: Buffer; created_by: string; bot_id?: string },
 ) {
   return trx.insertInto('api_keys').values(key).returning(PUBLIC_COLUMNS).executeTakeFirstOrThrow();
 }
 
 export async function listLiveApiKeys(trx: Tx, page: { limit: number; offset: number }) {
   return offsetPage(
-    trx.selectFrom('api_keys').select(PUBLIC_COLUMNS).where('revoked_at', 'is', null).orderBy('created_at', 'desc').orderBy('id', 'desc'),
+    trx.selectFrom('api_keys').select(PUBLIC_COLUMNS).where('revoked_at', 'is', null).where('bot_id', 'is', null).orderBy('created_at', 'desc').orderBy('id', 'desc'),
     page,
   );
 }
@@ -23,6 +24,7 @@ export async function revokeApiKey(trx: Tx, id: string, now: Date): Promise<bool
     .set({ revoked_at: now })
     .where('id', '=', id)
     .where('revoked_at', 'is', null)
+    .where('bot_id', 'is', null)
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
@@ -33,6 +35,7 @@ export async function replaceApiKeySecret(trx: Tx, id: string, secret: { prefix:
     .set({ ...secret, rotated_at: now })
     .where('id', '=', id)
     .where('revoked_at', 'is', null)
+    .where('bot_id', 'is', null)
     .returning(PUBLIC_COLUMNS)
     .executeTakeFirst();
 }
@@ -41,7 +44,7 @@ export async function replaceApiKeySecret(trx: Tx, id: string, secret: { prefix:
 export async function findLiveApiKeyByHash(trx: Tx, hash: Buffer) {
   return trx
     .selectFrom('api_keys')
-    .select(['id', 'tenant_id', 'scopes', 'last_used_at'])
+    .select(['id', 'tenant_id', 'scopes', 'last_used_at', 'bot_id'])
     .where('key_hash', '=', hash)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();

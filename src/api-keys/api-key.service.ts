@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
 import { hashOpaqueToken } from '../auth/tokens.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { pageOf } from '../shared/pagination.ts';
@@ -13,6 +13,8 @@ type Scope = Schemas['ApiKeyScope'];
 type Row = { id: string; name: string; scopes: string[]; prefix: string; created_at: Date; rotated_at: Date | null; last_used_at: Date | null };
 
 const KEY_PREFIX = 'chat_';
+/** The one scope of a bot's key; integrations' keys cannot be given it (it is not an ApiKeyScope). */
+export const BOT_SCOPE = 'bot';
 /** How stale last_used_at may get: one write a minute per key, not one per request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -30,6 +32,22 @@ const toDto = (row: Row): Schemas['ApiKey'] => ({
 function newKeyValue() {
   const key = KEY_PREFIX + randomBytes(32).toString('base64url');
   return { key, prefix: key.slice(0, KEY_PREFIX.length + 8), key_hash: hashOpaqueToken(key) };
+}
+
+/** A bot's key, made in the transaction that makes the bot: scope `bot`, answered once. */
+export async function createBotKey(trx: Tx, bot: { id: string; tenant_id: string; name: string }, createdBy: string): Promise<string> {
+  const value = newKeyValue();
+  await repo.insertApiKey(trx, {
+    id: newId('apiKey'),
+    tenant_id: bot.tenant_id,
+    name: `Bot ${bot.name}`.slice(0, 100),
+    scopes: [BOT_SCOPE],
+    prefix: value.prefix,
+    key_hash: value.key_hash,
+    created_by: createdBy,
+    bot_id: bot.id,
+  });
+  return value.key;
 }
 
 export class ApiKeyService {
@@ -76,14 +94,14 @@ export class ApiKeyService {
   }
 
   /** Authentication: the key's tenant and scopes, if the key is live. Keeps last_used_at to the minute. */
-  async authenticate(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[] } | undefined> {
+  async authenticate(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[]; botId?: string } | undefined> {
     if (!key.startsWith(KEY_PREFIX)) return undefined;
     return this.#database.asSystem(async (trx) => {
       const row = await repo.findLiveApiKeyByHash(trx, hashOpaqueToken(key));
       if (!row) return undefined;
       const now = new Date();
       if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) await repo.touchApiKey(trx, row.id, now);
-      return { keyId: row.id, tenantId: row.tenant_id, scopes: row.scopes };
+      return { keyId: row.id, tenantId: row.tenant_id, scopes: row.scopes, ...(row.bot_id ? { botId: row.bot_id } : {}) };
     });
   }
 }

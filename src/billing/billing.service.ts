@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { storageUsed } from '../files/file.service.ts';
 import type { Logger } from 'pino';
-import Stripe from 'stripe';
+import { createRequire } from 'node:module';
+import type Stripe from 'stripe';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { BillingAccount, BillingInvoice, InvoiceStatus, SubscriptionStatus } from '../db/schema.ts';
@@ -97,6 +98,9 @@ interface InvoiceObject {
   invoice_pdf?: string | null;
 }
 
+// Loaded only when a secret key is set: the client is a quarter of a second of every start otherwise.
+const loadStripe = () => createRequire(import.meta.url)('stripe') as typeof Stripe;
+
 export class BillingService implements PlanLimits {
   readonly #database: Database;
   readonly #logger: Logger;
@@ -112,7 +116,7 @@ export class BillingService implements PlanLimits {
     this.#plans = deps.config?.plans ?? [];
     const stripeConfig = deps.config?.stripe;
     this.#webhookSecret = stripeConfig?.webhookSecret ?? '';
-    this.#stripe = stripeConfig ? (deps.stripe ?? new Stripe(stripeConfig.secretKey, { maxNetworkRetries: 2, timeout: 10_000 })) : undefined;
+    this.#stripe = stripeConfig ? (deps.stripe ?? new (loadStripe())(stripeConfig.secretKey, { maxNetworkRetries: 2, timeout: 10_000 })) : undefined;
   }
 
   // ---- Reads: from the mirror only, never from Stripe ---------------------------------------------

@@ -10,7 +10,8 @@ type ConversationOps =
   | 'assignConversation'
   | 'transferConversation'
   | 'closeConversation'
-  | 'reopenConversation';
+  | 'reopenConversation'
+  | 'handoffConversation';
 
 export const conversationHandlers = (conversations: ConversationService): Pick<Handlers, ConversationOps> => ({
   listConversations: async ({ principal, query }) => ({ status: 200, body: await conversations.list(requirePrincipal(principal), query) }),
@@ -29,5 +30,9 @@ export const conversationHandlers = (conversations: ConversationService): Pick<H
     body: await conversations.transfer(requirePrincipal(principal), params.id, body),
   }),
   closeConversation: async ({ principal, params }) => ({ status: 200, body: await conversations.close(requirePrincipal(principal), params.id) }),
+  handoffConversation: async ({ principal, params, body }) => ({
+    status: 200,
+    body: await conversations.handoff(requirePrincipal(principal), params.id, body ?? {}),
+  }),
   reopenConversation: async ({ principal, params }) => ({ status: 200, body: await conversations.reopen(requirePrincipal(principal), params.id) }),
 });

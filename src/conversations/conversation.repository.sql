@@ -62,6 +62,8 @@ insert into
     "department_id",
     "assigned_user_id",
     "widget_id",
+    "bot_id",
+    "bot_state",
     "last_activity_at",
     "created_at",
     "updated_at"
@@ -80,7 +82,9 @@ values
     $10,
     $11,
     $12,
-    $13
+    $13,
+    $14,
+    $15
   );
 
 -- conversation.updateConversation
@@ -92,7 +96,7 @@ set
 where
   "id" = $4;
 
--- conversation.listConversations (first page) [1/2]
+-- conversation.listConversations (first page)
 select
   *,
   conversations.message_count - coalesce(
@@ -137,23 +141,7 @@ limit
 offset
   $3;
 
--- conversation.listConversations (first page) [2/2]
-select
-  count(*) as "n"
-from
-  (
-    select
-      1 as "one"
-    from
-      "conversations"
-    order by
-      "last_activity_at" desc,
-      "id" desc
-    limit
-      $1
-  ) as "capped";
-
--- conversation.listConversations (every filter, after a cursor) [1/2]
+-- conversation.listConversations (every filter, after a cursor)
 select
   *,
   conversations.message_count - coalesce(
@@ -210,7 +198,7 @@ limit
 offset
   $12;
 
--- conversation.listConversations (every filter, after a cursor) [2/2]
+-- conversation.countConversations
 select
   count(*) as "n"
 from
@@ -220,22 +208,33 @@ from
     from
       "conversations"
     where
-      "status" = $1
-      and "assigned_user_id" is null
-      and "department_id" = $2
-      and "priority" = $3
-      and "visitor_id" = $4
-      and "contact_id" = $5
+      "priority" = $1
       and (
-        "subject" ilike $6
-        or "last_message" ilike $7
+        "subject" ilike $2
+        or "last_message" ilike $3
       )
     order by
       "last_activity_at" desc,
       "id" desc
     limit
-      $8
+      $4
   ) as "capped";
+
+-- conversation.countFromCounters (no filter)
+select
+  coalesce(sum("n"), 0) as "total"
+from
+  "conversation_counts";
+
+-- conversation.countFromCounters (every counted filter, unassigned)
+select
+  coalesce(sum("n"), 0) as "total"
+from
+  "conversation_counts"
+where
+  "status" = $1
+  and "assignee_key" = $2
+  and "department_key" = $3;
 
 -- conversation.departmentExists
 select
@@ -264,6 +263,26 @@ from
   and "m"."user_id" = "dm"."user_id"
 where
   "dm"."department_id" = $2
+  and "m"."status" = $3
+  and "m"."seat" = $4;
+
+-- conversation.teamCandidates
+select
+  "m"."user_id",
+  "m"."last_assigned_at",
+  (
+    select
+      count(*) as "n"
+    from
+      "conversations" as "c"
+    where
+      "c"."assigned_user_id" = "m"."user_id"
+      and "c"."status" <> $1
+  ) as "open_conversations"
+from
+  "memberships" as "m"
+where
+  "m"."tenant_id" = $2
   and "m"."status" = $3
   and "m"."seat" = $4;
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { cappedCount } from '../db/paginate.ts';
-import type { ConversationStatus, Priority } from '../db/schema.ts';
+import type { BotState, ConversationStatus, Priority } from '../db/schema.ts';
 
 // Every query here runs as the request role, so row-level security keeps it inside the tenant.
 
@@ -46,6 +46,9 @@ export async function insertConversation(
     department_id: string | null;
     assigned_user_id: string | null;
     widget_id?: string | null;
+    /** A widget's bot takes the conversation first. */
+    bot_id?: string | null;
+    bot_state?: BotState;
     now: Date;
   },
 ) {
@@ -65,10 +68,12 @@ export async function updateConversation(
     subject: string | null;
     department_id: string | null;
     assigned_user_id: string | null;
+    bot_state: BotState;
     closed_at: Date | null;
     last_message: string;
     last_message_at: Date;
     last_activity_at: Date;
+    last_visitor_message_at: Date;
   }>,
   now: Date,
 ) {
@@ -89,12 +94,7 @@ export interface ConversationFilters {
   q?: string;
 }
 
-export async function listConversations(
-  trx: Tx,
-  readerId: string,
-  filters: ConversationFilters,
-  page: { limit: number; offset: number; after?: { at: Date; id: string } },
-) {
+function filtered(trx: Tx, filters: ConversationFilters) {
   let base = trx.selectFrom('conversations');
   if (filters.status) base = base.where('status', '=', filters.status);
   if (filters.assignedUserId === null) base = base.where('assigned_user_id', 'is', null);
@@ -107,7 +107,17 @@ export async function listConversations(
     const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
   }
-  let rowsQuery = base.selectAll().select(unreadCount(readerId)).select(satisfaction);
+  return base;
+}
+
+/** One page, newest activity first, and whether more follow. */
+export async function listConversations(
+  trx: Tx,
+  readerId: string,
+  filters: ConversationFilters,
+  page: { limit: number; offset: number; after?: { at: Date; id: string } },
+) {
+  let rowsQuery = filtered(trx, filters).selectAll().select(unreadCount(readerId)).select(satisfaction);
   if (page.after) {
     const { at, id } = page.after;
     rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${at}, ${id})`);
@@ -118,8 +128,25 @@ export async function listConversations(
     .limit(page.limit + 1)
     .offset(page.after ? 0 : page.offset)
     .execute();
-  const { total, estimated } = await cappedCount(trx, base.selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
-  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total, estimated };
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+}
+
+/** How many conversations match any filters: counted up to a cap, estimated beyond (src/db/paginate.ts). */
+export async function countConversations(trx: Tx, filters: ConversationFilters) {
+  return cappedCount(trx, filtered(trx, filters).selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
+}
+
+/** The filters the counter rows (conversation_counts) answer, in any combination. */
+export type CountedFilters = Pick<ConversationFilters, 'status' | 'assignedUserId' | 'departmentId'>;
+
+/** The exact number of conversations matching the counted filters, from the counter rows kept by a trigger. */
+export async function countFromCounters(trx: Tx, filters: CountedFilters): Promise<number> {
+  let query = trx.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.assignedUserId !== undefined) query = query.where('assignee_key', '=', filters.assignedUserId ?? '');
+  if (filters.departmentId) query = query.where('department_key', '=', filters.departmentId);
+  const { total } = await query.executeTakeFirstOrThrow();
+  return Number(total);
 }
 
 export async function departmentExists(trx: Tx, id: string): Promise<boolean> {
@@ -141,6 +168,25 @@ export async function departmentCandidates(trx: Tx, departmentId: string) {
         .as('open_conversations'),
     )
     .where('dm.department_id', '=', departmentId)
+    .where('m.status', '=', 'active')
+    .where('m.seat', '=', 'full')
+    .execute();
+}
+
+/** Every active full-seat member of the team, as departmentCandidates answers them (a handoff to no department). */
+export async function teamCandidates(trx: Tx, tenantId: string) {
+  return trx
+    .selectFrom('memberships as m')
+    .select(['m.user_id', 'm.last_assigned_at'])
+    .select((eb) =>
+      eb
+        .selectFrom('conversations as c')
+        .select(eb.fn.countAll<number>().as('n'))
+        .whereRef('c.assigned_user_id', '=', 'm.user_id')
+        .where('c.status', '<>', 'closed')
+        .as('open_conversations'),
+    )
+    .where('m.tenant_id', '=', tenantId)
     .where('m.status', '=', 'active')
     .where('m.seat', '=', 'full')
     .execute();

@@ -8,13 +8,14 @@ import { appendMessage, conversationClosed } from '../messages/message.service.t
 import type { PresenceStore } from '../presence/presence.ts';
 import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
-import { AppError, invalidInput, notFound } from '../shared/errors.ts';
+import { AppError, conflict, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { DEFAULT_PAGE_SIZE, keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
 import * as tenantRepo from '../tenants/tenant.repository.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
 import { visitorExists } from '../visitors/visitor.service.ts';
+import { botInTransaction, checkBotAccess } from '../bots/bot.service.ts';
 import * as repo from './conversation.repository.ts';
 
 type S = components['schemas'];
@@ -24,6 +25,7 @@ type ConversationDto = S['Conversation'];
 export const VISITOR_NOTICES = {
   transferred: 'Your conversation has been transferred to another agent.',
   reopened: 'This conversation has been reopened.',
+  handedOff: 'You are now talking with our team. Someone will be with you shortly.',
   closed: 'This conversation has been closed.',
   survey: 'How would you rate this conversation? Answer with a rating from 1 to 5.',
 } as const;
@@ -75,6 +77,20 @@ export interface ListQuery {
 /** For other features' work inside their transactions: the conversation's visitor, or undefined when it is not in this tenant. */
 export const conversationOf = (trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> => repo.findConversationVisitor(trx, id);
 
+/**
+ * The list's total: exact from the counter rows when the filters are the everyday ones (status, assignee,
+ * department, in any combination, or none); other filters (priority, visitor, contact, free text) are
+ * counted up to a cap and estimated beyond, and the answer says so.
+ */
+async function totalOf(trx: Tx, filters: repo.ConversationFilters): Promise<{ total: number; estimated: boolean }> {
+  const { status, assignedUserId, departmentId, ...uncounted } = filters;
+  if (Object.keys(uncounted).length > 0) return repo.countConversations(trx, filters);
+  return {
+    total: await repo.countFromCounters(trx, { ...(status ? { status } : {}), ...(assignedUserId !== undefined ? { assignedUserId } : {}), ...(departmentId ? { departmentId } : {}) }),
+    estimated: false,
+  };
+}
+
 export class ConversationService {
   readonly #database: Database;
   readonly #bus: EventBus;
@@ -95,6 +111,7 @@ export class ConversationService {
   async #load(trx: Tx, principal: Principal, id: string): Promise<ConversationDto> {
     const row = await repo.findConversation(trx, id, callerIdOf(principal));
     if (!row) throw notFound('Conversation');
+    checkBotAccess(row, principal, false);
     return toConversationDto(row);
   }
 
@@ -119,21 +136,18 @@ export class ConversationService {
           : query.assigned_to === 'me'
             ? requireUser(principal).userId
             : query.assigned_to;
+    const filters: repo.ConversationFilters = {
+      ...(query.status ? { status: query.status } : {}),
+      ...(assignedUserId !== undefined ? { assignedUserId } : {}),
+      ...(query.department_id ? { departmentId: query.department_id } : {}),
+      ...(query.priority ? { priority: query.priority } : {}),
+      ...(query.visitor_id ? { visitorId: query.visitor_id } : {}),
+      ...(query.contact_id ? { contactId: query.contact_id } : {}),
+      ...(query.q ? { q: query.q } : {}),
+    };
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const { rows, hasMore, total, estimated } = await repo.listConversations(
-        trx,
-        callerIdOf(principal),
-        {
-          ...(query.status ? { status: query.status } : {}),
-          ...(assignedUserId !== undefined ? { assignedUserId } : {}),
-          ...(query.department_id ? { departmentId: query.department_id } : {}),
-          ...(query.priority ? { priority: query.priority } : {}),
-          ...(query.visitor_id ? { visitorId: query.visitor_id } : {}),
-          ...(query.contact_id ? { contactId: query.contact_id } : {}),
-          ...(query.q ? { q: query.q } : {}),
-        },
-        { limit, offset, ...(after ? { after } : {}) },
-      );
+      const { rows, hasMore } = await repo.listConversations(trx, callerIdOf(principal), filters, { limit, offset, ...(after ? { after } : {}) });
+      const { total, estimated } = await totalOf(trx, filters);
       return {
         data: rows.map(toConversationDto),
         pagination: {
@@ -221,6 +235,10 @@ export class ConversationService {
       const now = new Date();
       await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee }, now);
       if (assignee) await repo.markAssigned(trx, assignee, now);
+      // An agent taking a bot's conversation takes it over from the bot.
+      if (assignee && conversation.bot_state === 'active') {
+        await this.#handOff(trx, emit, conversation, { by: 'member', assignee, departmentId: conversation.department_id }, now);
+      }
       await emit(
         'conversation.assigned',
         { conversation_id: id, assigned_user_id: assignee, previous_assigned_user_id: conversation.assigned_user_id },
@@ -260,8 +278,64 @@ export class ConversationService {
         { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
         { conversationId: id, internal: true, recipients: [assignee] },
       );
+      if (conversation.bot_state === 'active') await this.#handOff(trx, emit, conversation, { by: 'member', assignee, departmentId }, now);
       return { message: 'Conversation transferred', conversation: await this.#load(trx, principal, id) };
     });
+  }
+
+  /**
+   * The bot that holds the conversation, or a member taking over, hands it to the team: routed like a
+   * transfer (the department named, else the bot's handoff department, else the whole team; a member
+   * without a department takes it), bot_state handed_off, conversation.handed_off.
+   */
+  async handoff(principal: Principal, id: string, input: S['HandoffRequest']): Promise<S['TransferResult']> {
+    return this.#tx(principal, async (trx, emit) => {
+      const conversation = await this.#lock(trx, id);
+      checkBotAccess(conversation, principal, true);
+      if (conversation.status === 'closed') throw conversationClosed();
+      if (conversation.bot_state !== 'active') throw conflict('No bot holds this conversation: there is nothing to hand off');
+      const bot = conversation.bot_id ? await botInTransaction(trx, conversation.bot_id) : undefined;
+      const departmentId = input.department_id ?? bot?.handoff_department_id ?? conversation.department_id;
+      let assignee: string | null;
+      if (input.department_id !== undefined) assignee = await this.#pickFromDepartment(trx, principal.tenantId, input.department_id);
+      else if (principal.kind === 'user') assignee = principal.userId;
+      else assignee = await this.#pickOrQueue(trx, principal.tenantId, departmentId);
+      const now = new Date();
+      await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee, department_id: departmentId }, now);
+      if (assignee) await repo.markAssigned(trx, assignee, now);
+      if (input.note) {
+        const author = principal.kind === 'user' ? { sender_type: 'user' as const, sender_id: principal.userId } : { sender_type: 'bot' as const, sender_id: callerIdOf(principal) };
+        await appendMessage(trx, emit, conversation, { ...author, type: 'note', content: input.note, internal: true }, now);
+      }
+      await this.#handOff(trx, emit, conversation, { by: principal.kind === 'user' ? 'member' : 'bot', assignee, departmentId }, now);
+      return { message: 'Conversation handed off', conversation: await this.#load(trx, principal, id) };
+    });
+  }
+
+  // The bot lets go: bot_state handed_off, the visitor told without names, conversation.handed_off to the team.
+  async #handOff(
+    trx: Tx,
+    emit: Emit,
+    conversation: { id: string; tenant_id: string; bot_id: string | null },
+    to: { by: 'bot' | 'member'; assignee: string | null; departmentId: string | null },
+    now: Date,
+  ) {
+    await repo.updateConversation(trx, conversation.id, { bot_state: 'handed_off' }, now);
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.handedOff }, now);
+    await emit(
+      'conversation.handed_off',
+      { conversation_id: conversation.id, bot_id: conversation.bot_id, by: to.by, assigned_user_id: to.assignee, department_id: to.departmentId },
+      { conversationId: conversation.id, internal: true, ...(to.assignee ? { recipients: [to.assignee] } : {}) },
+    );
+  }
+
+  // A bot's handoff never fails for want of an agent: with nobody to pick it waits, open, in the queue.
+  async #pickOrQueue(trx: Tx, tenantId: string, departmentId: string | null): Promise<string | null> {
+    if (departmentId) {
+      if (!(await repo.departmentExists(trx, departmentId))) return null;
+      return this.#rank(tenantId, await repo.departmentCandidates(trx, departmentId));
+    }
+    return this.#rank(tenantId, await repo.teamCandidates(trx, tenantId));
   }
 
   async close(principal: Principal, id: string): Promise<S['ConversationResult']> {
@@ -287,17 +361,73 @@ export class ConversationService {
 
   // Closing: status, a notice the visitor sees, a pending survey with its prompt, conversation.closed.
   // Messages stay. Workflows run from the event, outside this transaction.
-  async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date) {
+  // A workflow's skip_survey closes without the survey.
+  async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date, survey = true) {
     await repo.updateConversation(trx, conversation.id, { status: 'closed', closed_at: now }, now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.closed }, now);
-    const surveyId = newId('survey');
-    await repo.insertSurvey(trx, { id: surveyId, tenant_id: conversation.tenant_id, conversation_id: conversation.id, created_at: now });
-    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'survey', content: VISITOR_NOTICES.survey }, now);
+    let surveyId: string | null = null;
+    if (survey) {
+      surveyId = newId('survey');
+      await repo.insertSurvey(trx, { id: surveyId, tenant_id: conversation.tenant_id, conversation_id: conversation.id, created_at: now });
+      await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'survey', content: VISITOR_NOTICES.survey }, now);
+    }
     await emit(
       'conversation.closed',
       { conversation_id: conversation.id, survey_id: surveyId, closed_at: now.toISOString() },
       { conversationId: conversation.id },
     );
+  }
+
+  // ---- Workflow actions (src/workflows/) ------------------------------------------------------------
+  // In a run's event-writing transaction (its events carry the run's depth), as the system: no member
+  // acts, so notices name nobody and nothing counts as anyone's read. Each answers false when there was
+  // nothing to do; a closed conversation is ERR_CONVERSATION_CLOSED, as for members.
+
+  /** The conversation as a workflow's conditions read it, or undefined when it is not in this tenant. */
+  async forWorkflow(trx: Tx, id: string): Promise<ConversationDto | undefined> {
+    const row = await repo.findConversation(trx, id, SYSTEM_READER);
+    return row ? toConversationDto(row) : undefined;
+  }
+
+  async closeForWorkflow(trx: Tx, emit: Emit, id: string, options: { survey: boolean }): Promise<boolean> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') return false;
+    await this.#close(trx, emit, conversation, new Date(), options.survey);
+    return true;
+  }
+
+  async setPriorityForWorkflow(trx: Tx, emit: Emit, id: string, priority: S['Priority']): Promise<boolean> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') throw conversationClosed();
+    if (conversation.priority === priority) return false;
+    await repo.updateConversation(trx, id, { priority }, new Date());
+    const dto = (await this.forWorkflow(trx, id))!;
+    await emit('conversation.updated', { conversation_id: id, changed: ['priority'], conversation: dto }, { conversationId: id });
+    return true;
+  }
+
+  /** Transfers to the department's pick, as a member's transfer does; answers the assignee. */
+  async transferForWorkflow(trx: Tx, emit: Emit, id: string, departmentId: string): Promise<string> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') throw conversationClosed();
+    const assignee = await this.#pickFromDepartment(trx, conversation.tenant_id, departmentId);
+    const now = new Date();
+    await repo.updateConversation(trx, id, { status: 'assigned', assigned_user_id: assignee, department_id: departmentId }, now);
+    await repo.markAssigned(trx, assignee, now);
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.transferred }, now);
+    await emit(
+      'conversation.transferred',
+      { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
+      { conversationId: id, internal: true, recipients: [assignee] },
+    );
+    return assignee;
+  }
+
+  /** A system message the visitor sees. */
+  async sendMessageForWorkflow(trx: Tx, emit: Emit, id: string, content: string): Promise<void> {
+    const conversation = await this.#lock(trx, id);
+    if (conversation.status === 'closed') throw conversationClosed();
+    await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content }, new Date());
   }
 
   // Reopening: open and unassigned; department and bot state stay as they are.
@@ -311,10 +441,13 @@ export class ConversationService {
   // has waited longest since their last assignment (never assigned counts as longest).
   async #pickFromDepartment(trx: Tx, tenantId: string, departmentId: string): Promise<string> {
     if (!(await repo.departmentExists(trx, departmentId))) throw invalidDepartment();
-    const candidates = await repo.departmentCandidates(trx, departmentId);
-    if (candidates.length === 0) {
-      throw new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
-    }
+    const picked = await this.#rank(tenantId, await repo.departmentCandidates(trx, departmentId));
+    if (!picked) throw new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
+    return picked;
+  }
+
+  async #rank(tenantId: string, candidates: { user_id: string; last_assigned_at: Date | null; open_conversations: number | null }[]): Promise<string | null> {
+    if (candidates.length === 0) return null;
     const presence = await this.#presence.presenceOf(tenantId, candidates.map((c) => c.user_id));
     const ranked = candidates
       .map((c) => ({
@@ -327,6 +460,12 @@ export class ConversationService {
     return ranked[0]!.userId;
   }
 }
+
+/** Whose read marks the system's reads use: nobody's (no member reads as the system). */
+const SYSTEM_READER = 'system';
+
+/** For other features' rules (a workflow names a department): whether it is this tenant's. */
+export const departmentOf = (trx: Tx, id: string): Promise<boolean> => repo.departmentExists(trx, id);
 
 const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
 

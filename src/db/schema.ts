@@ -61,6 +61,7 @@ export interface DB {
   contacts: ContactsTable;
   visitors: VisitorsTable;
   conversations: ConversationsTable;
+  conversation_counts: ConversationCountsTable;
   messages: MessagesTable;
   read_marks: ReadMarksTable;
   surveys: SurveysTable;
@@ -75,9 +76,14 @@ export interface DB {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   feed_cursors: FeedCursorsTable;
+  bots: BotsTable;
+  bot_deliveries: BotDeliveriesTable;
   billing_accounts: BillingAccountsTable;
   billing_invoices: BillingInvoicesTable;
   stripe_events: StripeEventsTable;
+  workflows: WorkflowsTable;
+  workflow_runs: WorkflowRunsTable;
+  conversation_idle_marks: ConversationIdleMarksTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -117,6 +123,8 @@ export interface ApiKeysTable {
   rotated_at: Date | null;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  /** A bot's own key (scope 'bot'); null for an integration's key. */
+  bot_id: string | null;
 }
 
 export type MailTokenPurpose = 'verify_email' | 'reset_password' | 'invitation';
@@ -183,6 +191,24 @@ export interface ConversationsTable {
   closed_at: Date | null;
   /** Messages that count as unread for someone: all but system notices. */
   message_count: Generated<number>;
+  /** The bot the conversation was given; bot_state says whether it still holds it. */
+  bot_id: string | null;
+  /** conversation.idle counts from here (or created_at when the visitor never wrote). */
+  last_visitor_message_at: Date | null;
+}
+
+/**
+ * Conversations per combination of the everyday list filters, kept by a trigger on conversations
+ * (migration conversation-counts); '' is "none". Summed over the shards (and the keys a filter leaves
+ * open) at read.
+ */
+export interface ConversationCountsTable {
+  tenant_id: string;
+  status: ConversationStatus;
+  assignee_key: string;
+  department_key: string;
+  shard: number;
+  n: number;
 }
 
 export type MessageSenderType = 'visitor' | 'user' | 'bot' | 'system';
@@ -199,6 +225,9 @@ export interface MessagesTable {
   internal: Generated<boolean>;
   attachments: ColumnType<string[], string | undefined, string>;
   created_at: ColumnType<Date, Date | string | undefined, never>;
+  /** A bot's name and avatar when it wrote the message (what the visitor is shown). */
+  sender_name: string | null;
+  sender_avatar_url: string | null;
 }
 
 export interface ReadMarksTable {
@@ -258,6 +287,8 @@ export interface EventsTable {
   visitor_id: string | null;
   txid: Generated<string>;
   created_at: CreatedAt;
+  /** How many workflow runs led to this event's change (src/workflows/). */
+  workflow_depth: Generated<number>;
 }
 
 export type Conversation = Selectable<ConversationsTable>;
@@ -377,6 +408,45 @@ export interface FeedCursorsTable {
   updated_at: UpdatedAt;
 }
 
+export type BotKind = 'webhook' | 'faq' | 'llm';
+
+export interface BotsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  kind: BotKind;
+  avatar_url: string | null;
+  webhook_url: string | null;
+  enabled: Generated<boolean>;
+  secret: string;
+  handoff_department_id: string | null;
+  settings: Json;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export type Bot = Selectable<BotsTable>;
+
+export interface BotDeliveriesTable {
+  id: string;
+  tenant_id: string;
+  bot_id: string;
+  conversation_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  status: Generated<'pending' | 'succeeded' | 'failed'>;
+  attempts: Generated<number>;
+  retry_step: Generated<number>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lock_token: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: CreatedAt;
+  delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export type SubscriptionStatus = 'incomplete' | 'incomplete_expired' | 'trialing' | 'active' | 'past_due' | 'canceled' | 'unpaid' | 'paused';
 
 /** A tenant's Stripe customer and the mirror of its subscription (src/billing/). */
@@ -420,3 +490,53 @@ export interface StripeEventsTable {
 
 export type BillingAccount = Selectable<BillingAccountsTable>;
 export type BillingInvoice = Selectable<BillingInvoicesTable>;
+
+/** Workflows (src/workflows/): trigger, conditions and actions as the contract has them, kept as JSON. */
+export interface WorkflowsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  enabled: Generated<boolean>;
+  trigger_type: 'conversation.created' | 'conversation.closed' | 'message.created' | 'conversation.idle';
+  trigger: ColumnType<Record<string, unknown>, string, string>;
+  conditions: ColumnType<Record<string, unknown>[], string | undefined, string>;
+  actions: ColumnType<Record<string, unknown>[], string, string>;
+  secret: string;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export type Workflow = Selectable<WorkflowsTable>;
+
+export type WorkflowRunStatus = 'pending' | 'succeeded' | 'failed' | 'skipped';
+export type WorkflowSkipReason = 'depth' | 'conditions' | 'disabled';
+
+export interface WorkflowRunsTable {
+  id: string;
+  tenant_id: string;
+  workflow_id: string;
+  event_id: string;
+  event_type: string;
+  event_body: string;
+  conversation_id: string | null;
+  depth: number;
+  status: Generated<WorkflowRunStatus>;
+  skip_reason: WorkflowSkipReason | null;
+  actions: ColumnType<Record<string, unknown>[], string | undefined, string>;
+  attempts: Generated<number>;
+  retry_step: Generated<number>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  locked_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  lock_token: string | null;
+  created_at: CreatedAt;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export type WorkflowRun = Selectable<WorkflowRunsTable>;
+
+export interface ConversationIdleMarksTable {
+  tenant_id: string;
+  conversation_id: string;
+  minutes: number;
+  fired_for: Date;
+}

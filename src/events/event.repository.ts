@@ -7,7 +7,7 @@ import type { Tx } from '../db/database.ts';
  */
 export async function insertEvent(
   trx: Tx,
-  event: { id: string; tenant_id: string; type: string; data: unknown; conversation_id: string | null; internal: boolean; recipients: string[]; created_at: Date },
+  event: { id: string; tenant_id: string; type: string; data: unknown; conversation_id: string | null; internal: boolean; recipients: string[]; created_at: Date; workflow_depth?: number },
 ): Promise<void> {
   await trx
     .insertInto('events')

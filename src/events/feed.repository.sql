@@ -17,6 +17,7 @@ select
   "internal",
   "recipients",
   "visitor_id",
+  "workflow_depth",
   "position",
   events.txid::text as "txid_text",
   events.txid < (
@@ -80,6 +81,7 @@ select
   "internal",
   "recipients",
   "visitor_id",
+  "workflow_depth",
   "position",
   events.txid::text as "txid_text",
   true as "ready"

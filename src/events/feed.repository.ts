@@ -40,6 +40,8 @@ export interface FeedRow extends FeedPosition {
   internal: boolean;
   recipients: string[];
   visitor_id: string | null;
+  /** How many workflow runs led to the change (src/workflows/). */
+  workflow_depth: number;
 }
 
 export interface FeedPage {
@@ -97,6 +99,7 @@ export async function readFeed(
       'internal',
       'recipients',
       'visitor_id',
+      'workflow_depth',
       'position',
       sql<string>`events.txid::text`.as('txid_text'),
       ready.as('ready'),

@@ -14,10 +14,12 @@ export interface EventPayloads {
   'conversation.transferred': S['ConversationTransferredData'];
   'conversation.closed': S['ConversationClosedData'];
   'conversation.reopened': S['ConversationReopenedData'];
+  'conversation.handed_off': S['ConversationHandedOffData'];
   'message.created': S['MessageCreatedData'];
   'message.read': S['MessageReadData'];
   'csat.submitted': S['CsatSubmittedData'];
   'webhook.test': S['WebhookTestData'];
+  'conversation.idle': S['ConversationIdleData'];
 }
 
 /** Live signals: delivered to sockets, never stored, no id (openapi/events.asyncapi.yaml, LiveSignal). */
@@ -70,6 +72,8 @@ export async function writeEvent<T extends EventType>(
   type: T,
   data: EventPayloads[T],
   routing: EventRouting = {},
+  /** How many workflow runs led to this change (src/workflows/): chains stop at a depth. */
+  workflowDepth = 0,
 ): Promise<StoredEvent> {
   const createdAt = new Date();
   const id = newId('event');
@@ -82,6 +86,7 @@ export async function writeEvent<T extends EventType>(
     internal: routing.internal ?? false,
     recipients: routing.recipients ?? [],
     created_at: createdAt,
+    workflow_depth: workflowDepth,
   });
   return { envelope: { id, type, tenant_id: tenantId, created_at: createdAt.toISOString(), data } as EventEnvelope, routing };
 }
@@ -95,13 +100,15 @@ export async function inTenantTransaction<T>(
   bus: EventBus,
   tenantId: string,
   fn: (trx: Tx, emit: Emit) => Promise<T>,
+  /** A workflow run's change: its events carry the run's depth, so the runs they start know theirs. */
+  options: { workflowDepth?: number } = {},
 ): Promise<T> {
   const pending: StoredEvent[] = [];
   const result = await database.withTenant(
     tenantId,
     (trx) =>
       fn(trx, async (type, data, routing) => {
-        const stored = await writeEvent(trx, tenantId, type, data, routing);
+        const stored = await writeEvent(trx, tenantId, type, data, routing, options.workflowDepth);
         pending.push(stored);
         return stored.envelope.id;
       }),

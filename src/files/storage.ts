@@ -6,9 +6,13 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import * as Minio from 'minio';
+import { createRequire } from 'node:module';
+import type * as Minio from 'minio';
 
 /** Where file bytes live. Keys are `<tenant id>/<file id>`. */
+// Loaded only for S3 storage: the embedded default (local disk) need not pay for it on every start.
+const loadMinio = () => createRequire(import.meta.url)('minio') as typeof Minio;
+
 export interface FileStorage {
   readonly kind: 'local' | 's3';
   /**
@@ -117,7 +121,7 @@ export class S3Storage implements FileStorage {
     const agent = options.useSSL ? new HttpsAgent({ keepAlive: true, maxSockets: 64 }) : new Agent({ keepAlive: true, maxSockets: 64 });
     this.#agent = agent;
     const common = { region: options.region, accessKey: options.accessKey, secretKey: options.secretKey, pathStyle: options.pathStyle };
-    this.client = new Minio.Client({
+    this.client = new (loadMinio().Client)({
       endPoint: options.endPoint,
       ...(options.port ? { port: options.port } : {}),
       useSSL: options.useSSL,
@@ -131,7 +135,7 @@ export class S3Storage implements FileStorage {
     const pub = options.publicEndpoint;
     // Signing is offline (the region is known), so the signer never connects to its endpoint.
     this.#signer = pub
-      ? new Minio.Client({ ...common, endPoint: pub.hostname, useSSL: pub.protocol === 'https:', ...(pub.port ? { port: Number(pub.port) } : {}) })
+      ? new (loadMinio().Client)({ ...common, endPoint: pub.hostname, useSSL: pub.protocol === 'https:', ...(pub.port ? { port: Number(pub.port) } : {}) })
       : this.client;
   }
 

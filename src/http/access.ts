@@ -12,7 +12,7 @@ export interface AccessDeps {
   /** Whether the login is live, and the role and seat in the tenant if the membership there is active. */
   findSession(tenantId: string, userId: string, sessionId: string): Promise<{ sessionLive: boolean; membership: ActiveMembership | undefined }>;
   /** Resolves an API key to its tenant and scopes; undefined when unknown or revoked. */
-  findApiKey(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[] } | undefined>;
+  findApiKey(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[]; botId?: string } | undefined>;
   /** A visitor's token, checked against its widget's domains (for this Origin) and identity rule. */
   authenticateVisitor(token: string, origin: string | undefined): Promise<VisitorPrincipal>;
 }
@@ -39,7 +39,8 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
 
     const bearerAllowed = security.some((r) => 'bearerAuth' in r);
     const visitorAllowed = security.some((r) => 'visitorAuth' in r);
-    const apiKeyRequirement = security.find((r) => 'apiKeyAuth' in r);
+    const apiKeyRequirements = security.filter((r) => 'apiKeyAuth' in r);
+    const apiKeyRequirement = apiKeyRequirements[0];
     const authorization = req.get('authorization');
     const apiKey = req.get('x-api-key');
     const tenantHeader = req.get('x-tenant-id');
@@ -81,10 +82,13 @@ export function accessMiddleware(deps: AccessDeps): RequestHandler {
       if (!key) throw unauthenticated('The API key is not valid');
       // Another tenant's id next to a valid key: refused without saying whether that tenant exists.
       if (key.tenantId !== tenantHeader) throw forbidden('The API key does not belong to the tenant in X-Tenant-ID');
-      const needed = apiKeyRequirement.apiKeyAuth ?? [];
-      const missing = needed.filter((scope) => !key.scopes.includes(scope));
-      if (missing.length > 0) throw forbidden(`The API key lacks the scope ${missing.join(', ')}`);
-      res.locals.principal = { kind: 'api_key', keyId: key.keyId, tenantId: key.tenantId, scopes: key.scopes };
+      // Any one of the operation's API-key requirements will do (an integration's scopes, or a bot's `bot`).
+      const satisfied = apiKeyRequirements.some((r) => (r.apiKeyAuth ?? []).every((scope) => key.scopes.includes(scope)));
+      if (!satisfied) {
+        const missing = (apiKeyRequirement.apiKeyAuth ?? []).filter((scope) => !key.scopes.includes(scope));
+        throw forbidden(key.botId ? 'A bot\'s key cannot do this' : `The API key lacks the scope ${missing.join(', ')}`);
+      }
+      res.locals.principal = { kind: 'api_key', keyId: key.keyId, tenantId: key.tenantId, scopes: key.scopes, ...(key.botId ? { botId: key.botId } : {}) };
       return next();
     }
 

@@ -18,6 +18,8 @@ export interface OperationInfo {
   method: Method;
   /** As written in the contract, relative to the server URL: /v1/tenants/{id} */
   path: string;
+  /** `deprecated: true` with `x-deprecated-at` and `x-sunset` (dates): answered with Deprecation and Sunset headers. */
+  deprecation?: { deprecatedAt: Date; sunset: Date };
 }
 
 export interface Contract {
@@ -26,16 +28,36 @@ export interface Contract {
   basePath: string;
 }
 
-export function loadContract(): Contract {
-  const document = parse(readFileSync(CONTRACT_PATH, 'utf8')) as Record<string, any>;
+export function loadContract(document: Record<string, any> = parse(readFileSync(CONTRACT_PATH, 'utf8'))): Contract {
   const operations: OperationInfo[] = [];
   for (const [path, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
     for (const method of METHODS) {
       const op = item[method];
-      if (op) operations.push({ operationId: op.operationId, method, path });
+      if (op) operations.push({ operationId: op.operationId, method, path, ...deprecationOf(op, `${method.toUpperCase()} ${path}`) });
     }
   }
   return { document, operations, basePath: basePathOf(document) };
+}
+
+// A deprecated operation says when it goes away: `x-sunset` (a date), with `x-deprecated-at`, the date it
+// was deprecated. Both, and only with `deprecated: true`; `npm run spec:diff` checks the sunset is
+// six months ahead when the deprecation lands.
+function deprecationOf(op: Record<string, any>, where: string): { deprecation?: { deprecatedAt: Date; sunset: Date } } {
+  const marked = op['x-sunset'] !== undefined || op['x-deprecated-at'] !== undefined;
+  if (!op.deprecated && !marked) return {};
+  const date = (name: string) => {
+    const value = op[name];
+    const at = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : value instanceof Date ? value : undefined;
+    if (!at || Number.isNaN(at.getTime())) throw new Error(`${where}: a deprecated operation needs ${name} as a date (YYYY-MM-DD), got ${JSON.stringify(value)}`);
+    return at;
+  };
+  if (!op.deprecated) throw new Error(`${where}: x-sunset and x-deprecated-at belong to an operation with deprecated: true`);
+  return { deprecation: { deprecatedAt: date('x-deprecated-at'), sunset: date('x-sunset') } };
+}
+
+/** The headers a deprecated operation answers with: Deprecation (RFC 9745) and Sunset (RFC 8594). */
+export function deprecationHeaders(deprecation: { deprecatedAt: Date; sunset: Date }): Record<string, string> {
+  return { Deprecation: `@${Math.floor(deprecation.deprecatedAt.getTime() / 1000)}`, Sunset: deprecation.sunset.toUTCString() };
 }
 
 // The path of the server URLs (`http://127.0.0.1:3000/api` -> `/api`), as express-openapi-validator
@@ -98,7 +120,10 @@ export function mountOperations(router: Router, contract: Contract, handlers: Ha
       | undefined;
     if (!handler) throw new Error(`no handler for operation ${op.operationId}`);
     const expressPath = op.path.replace(/\{(\w+)\}/g, ':$1');
+    const deprecated = op.deprecation ? deprecationHeaders(op.deprecation) : undefined;
     router[op.method](expressPath, async (req, res) => {
+      // Set first, so an error the handler throws is answered with them too.
+      if (deprecated) res.set(deprecated);
       const reply = await handler({
         params: req.params as never,
         query: req.query as never,

@@ -151,7 +151,8 @@ export function problemBody(error: AppError, requestId: string, request?: Reques
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const { error, unexpected } = toAppError(err);
+    const { error: found, unexpected } = toAppError(err);
+    const error = mediaTypeNamed(found, req);
     const requestId = String(req.id ?? '');
     if (unexpected) {
       (req.log ?? logger).error({ err, request_id: requestId }, 'unexpected error');
@@ -167,6 +168,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (body.status === 401 && !res.hasHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', 'Bearer');
     res.status(body.status).type('application/problem+json').send(JSON.stringify(body));
   };
+}
+
+// The validator refuses a body of another type without saying which one the operation takes: an upload
+// (multipart/form-data) is told so, not to send JSON.
+function mediaTypeNamed(error: AppError, req: object): AppError {
+  if (error.code !== 'ERR_UNSUPPORTED_MEDIA_TYPE') return error;
+  const declared = Object.keys(((req as { openapi?: unknown }).openapi as { schema?: { requestBody?: { content?: object } } } | undefined)?.schema?.requestBody?.content ?? {});
+  return declared.length === 1 && declared[0] !== 'application/json' ? new AppError(error.code, `Send the body as ${declared[0]}`) : error;
 }
 
 export const notFoundHandler: RequestHandler = (_req, _res, next) => {

@@ -7,6 +7,8 @@ export interface MailMessage {
   to: string;
   subject: string;
   text: string;
+  /** An HTML alternative to the text (transcripts). */
+  html?: string;
   /** The link the mail is about, logged when mail goes to files so a developer can follow it. */
   link?: string;
 }
@@ -23,7 +25,7 @@ export function createMailer(options: { smtpUrl?: string | undefined; from: stri
     const transport = nodemailer.createTransport(options.smtpUrl);
     return {
       send: async (m) => {
-        await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text });
+        await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text, ...(m.html ? { html: m.html } : {}) });
       },
       close: async () => transport.close(),
     };
@@ -32,7 +34,7 @@ export function createMailer(options: { smtpUrl?: string | undefined; from: stri
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     send: async (m) => {
-      const info = await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text });
+      const info = await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text, ...(m.html ? { html: m.html } : {}) });
       await mkdir(dir, { recursive: true });
       const file = join(dir, `${new Date().toISOString().replaceAll(':', '-')}-${info.messageId.replace(/[^\w.-]/g, '')}.eml`);
       await writeFile(file, info.message as Buffer);

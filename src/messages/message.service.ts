@@ -13,6 +13,7 @@ import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf } from '../shared/pagination.ts';
 import * as repo from './message.repository.ts';
+import { botInTransaction, checkBotAccess } from '../bots/bot.service.ts';
 
 type S = components['schemas'];
 
@@ -27,6 +28,10 @@ export const toMessageDto = (m: Message, files: ReadonlyMap<string, S['Attachmen
   internal: m.internal,
   attachments: m.attachments.flatMap((id) => files.get(id) ?? []),
   created_at: m.created_at.toISOString(),
+  // A bot is named to everyone, visitors included: it is not a person of the team.
+  ...(m.sender_type === 'bot' && m.sender_name && m.sender_id
+    ? { author: { type: 'bot' as const, id: m.sender_id, name: m.sender_name, avatar_url: m.sender_avatar_url } }
+    : {}),
 });
 
 export const conversationClosed = () =>
@@ -48,6 +53,9 @@ export async function appendMessage(
     internal?: boolean;
     /** Already attached (attachFiles) in this transaction. */
     attachments?: S['Attachment'][];
+    /** A bot's name and avatar, shown with its message. */
+    sender_name?: string;
+    sender_avatar_url?: string | null;
   },
   now: Date,
 ): Promise<S['Message']> {
@@ -63,18 +71,47 @@ export async function appendMessage(
     internal,
     attachments: (message.attachments ?? []).map((a) => a.id),
     created_at: now,
+    sender_name: message.sender_name ?? null,
+    sender_avatar_url: message.sender_avatar_url ?? null,
   });
   if (message.type !== 'system') await repo.countMessage(trx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, sender_id: message.sender_id });
   // Internal notes are activity, but the last message is what the visitor could see.
   await conversationRepo.updateConversation(
     trx,
     conversation.id,
-    internal ? { last_activity_at: now } : { last_message: message.content, last_message_at: now, last_activity_at: now },
+    internal
+      ? { last_activity_at: now }
+      : {
+          last_message: message.content,
+          last_message_at: now,
+          last_activity_at: now,
+          // conversation.idle workflows count from here.
+          ...(message.sender_type === 'visitor' ? { last_visitor_message_at: now } : {}),
+        },
     now,
   );
   const dto = toMessageDto(row, new Map((message.attachments ?? []).map((a) => [a.id, a])));
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
   return dto;
+}
+
+/**
+ * The conversation as its visitor saw it, oldest first: no internal notes, attachments resolved (files
+ * deleted since left out). For other features' work inside their transactions (a workflow's transcript).
+ */
+export async function visitorTranscript(trx: Tx, conversationId: string): Promise<S['Message'][]> {
+  const pages: Message[][] = [];
+  let before: { at: Date; id: string } | undefined;
+  for (;;) {
+    const { rows, hasMore } = await repo.listMessages(trx, conversationId, { limit: 500, ...(before ? { before } : {}) }, { publicOnly: true });
+    pages.push(rows);
+    const last = rows.at(-1);
+    if (!hasMore || !last) break;
+    before = { at: last.created_at, id: last.id };
+  }
+  const rows = pages.flat().reverse();
+  const files = await attachmentsOf(trx, rows);
+  return rows.map((row) => toMessageDto(row, files));
 }
 
 export interface SendResult {
@@ -113,7 +150,9 @@ export class MessageService {
       }
       const conversation = await conversationRepo.lockConversation(trx, input.conversation_id);
       if (!conversation) throw notFound('Conversation');
+      checkBotAccess(conversation, principal, true);
       if (conversation.status === 'closed') throw conversationClosed();
+      const bot = principal.kind === 'api_key' && principal.botId ? await botInTransaction(trx, principal.botId) : undefined;
       const internal = input.internal ?? false;
       const now = new Date();
       const attachments = await attachFiles(trx, conversation.id, input.attachments ?? [], { kind: 'member' }, now);
@@ -129,6 +168,7 @@ export class MessageService {
           content: input.content,
           internal,
           attachments,
+          ...(bot ? { sender_name: bot.name, sender_avatar_url: bot.avatar_url } : {}),
         },
         now,
       );
@@ -140,7 +180,9 @@ export class MessageService {
   async list(principal: Principal, conversationId: string, page: { limit: number; cursor?: string }): Promise<S['MessageList']> {
     const before = page.cursor ? decodeCursor(page.cursor) : undefined;
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      if (!(await conversationRepo.findConversation(trx, conversationId, callerIdOf(principal)))) throw notFound('Conversation');
+      const conversation = await conversationRepo.findConversation(trx, conversationId, callerIdOf(principal));
+      if (!conversation) throw notFound('Conversation');
+      checkBotAccess(conversation, principal, false);
       const { rows, hasMore, total } = await repo.listMessages(trx, conversationId, { limit: page.limit, ...(before ? { before } : {}) });
       const files = await attachmentsOf(trx, rows);
       return {

@@ -13,6 +13,17 @@ export interface PoolStats {
 
 export type AudienceKind = 'member' | 'integration' | 'visitor';
 
+/** A work queue (webhook deliveries, workflow runs, bot deliveries) as one query reads it. */
+export interface QueueReading {
+  /** Items by state: due (to attempt now, in flight included), scheduled (a retry later), ... */
+  states: Record<string, number>;
+  /** The age of the oldest due item; 0 when none is due. */
+  oldestDueSeconds: number;
+}
+
+/** What an outcome counter's owner sees: increment only. */
+export type OutcomeCounter<L extends string> = Pick<Counter<L>, 'inc'>;
+
 // Latencies of an API that mostly answers from one indexed query: fine below 100 ms, coarse above.
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -33,7 +44,10 @@ export class Metrics {
   readonly eventsDelivered: Counter<'audience'>;
   readonly deliveryLag: Histogram;
 
-  constructor(options: { processMetrics?: boolean } = {}) {
+  readonly #queueCacheMs: number;
+
+  constructor(options: { processMetrics?: boolean; queueCacheMs?: number } = {}) {
+    this.#queueCacheMs = options.queueCacheMs ?? 5_000;
     // Process metrics (CPU, memory, event-loop lag, GC, handles) only where asked: the service asks;
     // the many apps a test run builds do not.
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
@@ -102,6 +116,38 @@ export class Metrics {
       ];
     }, ['state']);
     this.gauge('chat_db_pool_waiting', 'Requests waiting for a database connection', () => stats().waiting);
+  }
+
+  /**
+   * A queue's depth by state and the age of its oldest due item, both from one reading. The reading counts
+   * every tenant's pending rows: it is kept for a few seconds (queueCacheMs), so scrapes close together
+   * (several Prometheus servers, both gauges of one scrape) run the query once.
+   */
+  observeQueue(
+    pending: { name: string; help: string },
+    oldestDue: { name: string; help: string },
+    read: () => Promise<QueueReading>,
+  ): void {
+    let cached: { at: number; reading: Promise<QueueReading> } | undefined;
+    const current = () => {
+      if (!cached || performance.now() - cached.at >= this.#queueCacheMs) {
+        const reading = read();
+        const entry = { at: performance.now(), reading };
+        cached = entry;
+        // A failed reading is not kept: the next scrape asks again.
+        reading.catch(() => {
+          if (cached === entry) cached = undefined;
+        });
+      }
+      return cached.reading;
+    };
+    // A database that does not answer must not fail the scrape (the HTTP and process series matter most
+    // then): the depth is left out and the age is NaN until a reading succeeds.
+    this.gauge(pending.name, pending.help, async () => {
+      const reading = await current().catch(() => undefined);
+      return reading ? Object.entries(reading.states).map(([state, value]) => ({ labels: { state }, value })) : [];
+    }, ['state']);
+    this.gauge(oldestDue.name, oldestDue.help, async () => (await current().catch(() => undefined))?.oldestDueSeconds ?? Number.NaN);
   }
 
   observeSockets(count: () => Record<AudienceKind, number>): void {

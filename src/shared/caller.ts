@@ -1,5 +1,5 @@
 import type { Principal } from './principal.ts';
 
-/** The id that stands for the caller in read marks, idempotency keys and message senders. */
+/** The id that stands for the caller in read marks, idempotency keys and message senders (a bot's key: the bot). */
 export const callerIdOf = (principal: Principal): string =>
-  principal.kind === 'user' ? principal.userId : principal.kind === 'api_key' ? principal.keyId : principal.visitorId;
+  principal.kind === 'user' ? principal.userId : principal.kind === 'api_key' ? (principal.botId ?? principal.keyId) : principal.visitorId;

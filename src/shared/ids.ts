@@ -18,6 +18,10 @@ export const ID_PREFIXES = {
   session: 'ses',
   webhook: 'whk',
   webhookDelivery: 'whd',
+  bot: 'bot',
+  botDelivery: 'btd',
+  workflow: 'wf',
+  workflowRun: 'wfr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -6,7 +6,7 @@ export type Seat = 'full' | 'lite';
 /** Who is calling: a member (user token), an integration (API key) or a website visitor (visitor token). */
 export type Principal =
   | { kind: 'user'; userId: string; tenantId: string; role: Role; seat: Seat; sessionId: string }
-  | { kind: 'api_key'; keyId: string; tenantId: string; scopes: string[] }
+  | { kind: 'api_key'; keyId: string; tenantId: string; scopes: string[]; /** A bot's own key (scope `bot`): it acts as that bot. */ botId?: string }
   | { kind: 'visitor'; visitorId: string; tenantId: string; widgetId: string; contactId: string | null };
 
 export type VisitorPrincipal = Extract<Principal, { kind: 'visitor' }>;

@@ -37,4 +37,13 @@ export class TeamService {
       })),
     };
   }
+
+  /** Whether someone in the team can answer now: an active full-seat member who is online (not away). */
+  async available(tenantId: string): Promise<boolean> {
+    const members = await this.#database.withTenant(tenantId, (trx) => team.listActiveMembers(trx));
+    const full = members.filter((m) => m.seat === 'full').map((m) => m.user_id);
+    if (full.length === 0) return false;
+    const presence = await this.#presence.presenceOf(tenantId, full);
+    return full.some((id) => presence.get(id) === 'online');
+  }
 }

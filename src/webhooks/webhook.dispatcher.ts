@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type FeedRow, feedHead, readFeed } from '../events/feed.repository.ts';
 import type { Mailer } from '../mail/mailer.ts';
+import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
 import { envelopeOf } from '../realtime/views.ts';
 import { newId } from '../shared/ids.ts';
 import * as repo from './webhook.repository.ts';
-import { type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
+import type { RedisDispatchWakeups } from './webhook.wakeups.ts';
+import { type PostOutcome, type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
 
 export const DEFAULT_RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000];
 const DAY_MS = 24 * 3_600_000;
@@ -36,6 +38,39 @@ export interface DispatcherOptions {
   batch?: number;
   /** Replaces the HTTP transport (the benchmark and tests count on it). */
   transport?: Transport;
+  /** With several instances (Redis): commits elsewhere wake this dispatcher, and its commits wake theirs. */
+  wakeups?: Pick<RedisDispatchWakeups, 'relay' | 'subscribe'> | undefined;
+  /** The service's registry: the queue's depth and the outcomes recorded. Without it nothing is reported. */
+  metrics?: Metrics | undefined;
+}
+
+export type DeliveryOutcome = 'delivered' | 'failed_retrying' | 'failed_final';
+
+/** Outcomes (and released claims) written per pass at most. */
+const RECORD_BATCH = 500;
+/** How long outcomes wait for others to be written with them: recording sooner delays no delivery. */
+const RECORD_DELAY_MS = 10;
+
+interface Claim {
+  delivery: repo.ClaimedDelivery;
+  /** The claim's lock token: an outcome is written only while it still holds the row. */
+  token: string;
+  /** performance.now() before the claim was made. */
+  claimedAt: number;
+}
+
+interface Outcome extends Claim {
+  outcome: PostOutcome;
+}
+
+interface Mail {
+  to: string[];
+  delivery: repo.ClaimedDelivery;
+}
+
+interface Recorded {
+  counts: Record<DeliveryOutcome, number>;
+  mails: Mail[];
 }
 
 /** The dispatcher's row in feed_cursors. */
@@ -54,7 +89,9 @@ export const WEBHOOK_CURSOR = 'webhooks';
  * when the lease runs out the delivery is claimed again (same webhook-id), so a crash means a retry.
  */
 export class WebhookDispatcher {
-  readonly #o: Required<Omit<DispatcherOptions, 'transport'>>;
+  readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups' | 'metrics'>>;
+  readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
+  readonly #wakeups: DispatcherOptions['wakeups'];
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
   #timer: NodeJS.Timeout | undefined;
@@ -63,11 +100,23 @@ export class WebhookDispatcher {
   #fanning: Promise<void> | undefined;
   #fanAgain = false;
   #heldBackTimer: NodeJS.Timeout | undefined;
-  #claiming: Promise<void> | undefined;
-  #claimAgain = false;
-  /** The last claim filled every free slot: more may be due. */
-  #backlog = false;
+  /** Something may be due that is not claimed yet (a wake, or the last claim took all it asked for). */
+  #dueMaybe = false;
+  /** Claimed, not yet attempted, oldest first. */
+  readonly #queue: Claim[] = [];
   readonly #inFlight = new Set<Promise<void>>();
+  /** Attempts made, not yet recorded. */
+  readonly #outcomes: Outcome[] = [];
+  /** Claims given back unattempted, not yet released. */
+  readonly #released: Claim[] = [];
+  #syncing: Promise<void> | undefined;
+  /** Ends the wait of a pass that gathers outcomes. */
+  #nudge: (() => void) | undefined;
+  /** The last pass failed (the database is away): the next wake, not the pass's end, tries again. */
+  #syncFailed = false;
+  readonly #mailing = new Set<Promise<void>>();
+  /** Time kept free at the end of a lease beyond the timeout: scheduling, recording. */
+  readonly #leaseMarginMs: number;
 
   constructor(options: DispatcherOptions) {
     const timeoutMs = options.timeoutMs ?? 10_000;
@@ -85,8 +134,11 @@ export class WebhookDispatcher {
       disableAfterMs: options.disableAfterMs ?? 5 * DAY_MS,
       batch: options.batch ?? 500,
     };
+    this.#leaseMarginMs = Math.max(0, (this.#o.leaseMs - timeoutMs) / 2);
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
+    this.#wakeups = options.wakeups;
+    this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
   /**
@@ -95,7 +147,11 @@ export class WebhookDispatcher {
    */
   start(): void {
     if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    const unsubscribe = [this.#o.bus.subscribe(() => this.wake())];
+    if (this.#wakeups) unsubscribe.push(this.#wakeups.relay(this.#o.bus), this.#wakeups.subscribe(() => this.wake()));
+    this.#unsubscribe = () => {
+      for (const u of unsubscribe) u();
+    };
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
   }
@@ -106,15 +162,22 @@ export class WebhookDispatcher {
     this.#wakeSender();
   }
 
-  /** Stops claiming and reading; waits for the attempts in flight (each ends within the timeout). */
+  /** Stops claiming and reading; waits for the attempts in flight (each ends within the timeout) and records them. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#nudge?.();
     clearInterval(this.#timer);
     clearTimeout(this.#heldBackTimer);
     this.#unsubscribe?.();
     await this.#fanning?.catch(() => undefined);
-    await this.#claiming?.catch(() => undefined);
+    await this.#syncing;
+    // What was claimed and not started goes back at once rather than when its lease runs out.
+    this.#released.push(...this.#queue.splice(0));
     await Promise.allSettled([...this.#inFlight]);
+    this.#syncFailed = false;
+    this.#wakeSync();
+    while (this.#syncing) await this.#syncing;
+    await Promise.allSettled([...this.#mailing]);
     if (this.#ownTransport) this.#transport.close();
   }
 
@@ -189,66 +252,161 @@ export class WebhookDispatcher {
   }
 
   // ---- Sending -------------------------------------------------------------------------------------
+  //
+  // The database is paid per pass, not per delivery. A pass is one transaction that records every outcome
+  // that arrived since the last one and claims what fills the attempt slots plus one more round (a local
+  // queue, so a slot that frees up starts its next attempt without waiting for the database). Outcomes that
+  // arrive while a pass runs go into the next (group commit), so passes grow with the load.
 
   #wakeSender(): void {
-    if (this.#stopped) return;
-    if (this.#claiming) {
-      this.#claimAgain = true;
-      return;
-    }
-    const run = this.#claimLoop()
-      .catch((err: unknown) => this.#o.logger.error({ err }, 'webhook deliveries could not be claimed; the next poll tries again'))
-      .finally(() => {
-        if (this.#claiming === run) this.#claiming = undefined;
-      });
-    this.#claiming = run;
+    this.#dueMaybe = true;
+    this.#syncFailed = false;
+    this.#nudge?.();
+    this.#wakeSync();
   }
 
-  async #claimLoop(): Promise<void> {
-    do {
-      this.#claimAgain = false;
-      for (;;) {
-        const free = this.#o.concurrency - this.#inFlight.size;
-        if (free <= 0 || this.#stopped) break;
-        const token = randomUUID();
-        const claimed = await this.#o.database.asSystem((trx) => repo.claimDueDeliveries(trx, free, token, this.#o.leaseMs));
-        this.#backlog = claimed.length === free;
-        for (const delivery of claimed) {
-          const attempt = this.#attempt(delivery, token).catch((err: unknown) =>
-            this.#o.logger.error({ err, delivery: delivery.id }, 'a webhook attempt could not record its outcome; its lease runs out and it is retried'),
-          );
-          this.#inFlight.add(attempt);
-          void attempt.finally(() => {
-            this.#inFlight.delete(attempt);
-            if (this.#backlog) this.#wakeSender();
-          });
-        }
-        if (!this.#backlog) break;
+  #wakeSync(): void {
+    if (this.#syncing) return;
+    const run = this.#syncLoop().finally(() => {
+      if (this.#syncing === run) this.#syncing = undefined;
+      // Work may have arrived between the loop's last look and now.
+      if (!this.#syncFailed && this.#hasWork()) this.#wakeSync();
+    });
+    this.#syncing = run;
+  }
+
+  /**
+   * How many deliveries a pass should claim now: up to four rounds of the slots (claims are few and large),
+   * once fewer than two rounds wait.
+   */
+  #wanted(): number {
+    if (this.#stopped || !this.#dueMaybe || this.#queue.length >= 2 * this.#o.concurrency) return 0;
+    return 4 * this.#o.concurrency - this.#inFlight.size - this.#queue.length;
+  }
+
+  #hasWork(): boolean {
+    return this.#outcomes.length > 0 || this.#released.length > 0 || this.#wanted() > 0;
+  }
+
+  /** Slots may soon stand idle, claims must go back, or a batch is full: no reason to wait for more outcomes. */
+  #urgent(): boolean {
+    return (
+      this.#stopped ||
+      this.#released.length > 0 ||
+      this.#outcomes.length >= RECORD_BATCH ||
+      (this.#wanted() > 0 && this.#queue.length < this.#o.concurrency)
+    );
+  }
+
+  async #syncLoop(): Promise<void> {
+    while (this.#hasWork()) {
+      // Outcomes alone wait a moment for others to share their transaction; a wake cuts the wait short.
+      if (!this.#urgent()) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, RECORD_DELAY_MS);
+          this.#nudge = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.#nudge = undefined;
       }
-    } while (this.#claimAgain && !this.#stopped);
+      const outcomes = this.#outcomes.splice(0, RECORD_BATCH);
+      const released = this.#released.splice(0, RECORD_BATCH);
+      const wanted = this.#wanted();
+      // A wake during the pass sets it again.
+      if (wanted > 0) this.#dueMaybe = false;
+      const token = randomUUID();
+      // Taken before the claim: the lease began no earlier than this.
+      const claimedAt = performance.now();
+      let pass: { claimed: repo.ClaimedDelivery[]; recorded: Recorded };
+      try {
+        pass = await this.#o.database.asSystem(async (trx) => {
+          const recorded = await this.#record(trx, outcomes, released);
+          const claimed = wanted > 0 ? await repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs) : [];
+          return { claimed, recorded };
+        });
+      } catch (err) {
+        this.#syncFailed = true;
+        if (wanted > 0) this.#dueMaybe = true;
+        this.#o.logger.error(
+          { err, outcomes: outcomes.length },
+          'webhook deliveries could not be claimed or recorded; the next poll tries again (unrecorded attempts are retried when their leases run out)',
+        );
+        return;
+      }
+      if (wanted > 0 && pass.claimed.length === wanted) this.#dueMaybe = true;
+      for (const delivery of pass.claimed) this.#queue.push({ delivery, token, claimedAt });
+      this.#startAttempts();
+      // Counted once committed: a pass that failed recorded nothing.
+      for (const [outcome, n] of Object.entries(pass.recorded.counts)) if (n > 0) this.#outcomeCounter?.inc({ outcome }, n);
+      for (const mail of pass.recorded.mails) {
+        const sent = this.#mailOwners(mail.to, mail.delivery);
+        this.#mailing.add(sent);
+        void sent.finally(() => this.#mailing.delete(sent));
+      }
+    }
   }
 
-  async #attempt(delivery: repo.ClaimedDelivery, token: string): Promise<void> {
+  /** Fills free slots from the queue. */
+  #startAttempts(): void {
+    while (this.#inFlight.size < this.#o.concurrency && this.#queue.length > 0) {
+      const claim = this.#queue.shift()!;
+      // An attempt must end (timeout included) well within its lease, or another instance could start the
+      // same delivery while this one still waits for an answer.
+      if (this.#stopped || performance.now() - claim.claimedAt > this.#o.leaseMs - this.#o.timeoutMs - this.#leaseMarginMs) {
+        this.#released.push(claim);
+        this.#wakeSync();
+        continue;
+      }
+      const attempt = this.#attempt(claim).catch((err: unknown) =>
+        this.#o.logger.error({ err, delivery: claim.delivery.id }, 'a webhook attempt failed unexpectedly; its lease runs out and it is retried'),
+      );
+      this.#inFlight.add(attempt);
+      void attempt.finally(() => {
+        this.#inFlight.delete(attempt);
+        this.#startAttempts();
+      });
+    }
+    if (this.#urgent()) this.#nudge?.();
+  }
+
+  async #attempt(claim: Claim): Promise<void> {
+    const { delivery } = claim;
     const secrets = delivery.previous_secret ? [delivery.secret, delivery.previous_secret] : [delivery.secret];
     const outcome = await this.#transport.post(delivery.url, signedHeaders(delivery.event_id, delivery.body, secrets), delivery.body);
-    const mail = await this.#o.database.asSystem(async (trx) => {
-      if (outcome.error === null) {
-        if (await repo.recordSuccess(trx, delivery.id, token, outcome.statusCode!)) await repo.clearFailingStreak(trx, delivery.webhook_id);
-        return undefined;
-      }
+    this.#outcomes.push({ ...claim, outcome });
+    this.#wakeSync();
+  }
+
+  /**
+   * Writes a batch of outcomes and gives back unattempted claims; answers how many of each outcome were
+   * written (an outcome whose claim was lost is not) and whom to mail about endpoints it disabled.
+   */
+  async #record(trx: Tx, outcomes: Outcome[], released: Claim[]): Promise<Recorded> {
+    const counts: Record<DeliveryOutcome, number> = { delivered: 0, failed_retrying: 0, failed_final: 0 };
+    counts.delivered = await repo.recordSuccesses(
+      trx,
+      outcomes.filter((o) => o.outcome.error === null).map((o) => ({ id: o.delivery.id, lockToken: o.token, statusCode: o.outcome.statusCode! })),
+    );
+    await repo.releaseClaims(trx, released.map((c) => ({ id: c.delivery.id, lockToken: c.token })));
+    const mails: Mail[] = [];
+    for (const { delivery, token, outcome } of outcomes) {
+      if (outcome.error === null) continue;
       const gone = outcome.statusCode === 410;
       const retryInMs = gone ? undefined : this.#o.retryDelaysMs[delivery.retry_step];
       const recorded = await repo.recordFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
-      if (!recorded) return undefined;
+      if (!recorded) continue;
+      counts[retryInMs === undefined ? 'failed_final' : 'failed_retrying']++;
       if (gone) {
         await repo.disableWebhook(trx, delivery.webhook_id, 'gone');
-        return undefined;
+        continue;
       }
-      if (!(await repo.noteFailure(trx, delivery.webhook_id, this.#o.disableAfterMs))) return undefined;
-      if (!(await repo.disableWebhook(trx, delivery.webhook_id, 'failing'))) return undefined;
-      return { to: await repo.activeOwnerEmails(trx, delivery.tenant_id) };
-    });
-    if (mail) await this.#mailOwners(mail.to, delivery);
+      if (!(await repo.noteFailure(trx, delivery.webhook_id, this.#o.disableAfterMs))) continue;
+      if (!(await repo.disableWebhook(trx, delivery.webhook_id, 'failing'))) continue;
+      mails.push({ to: await repo.activeOwnerEmails(trx, delivery.tenant_id), delivery });
+    }
+    return { counts, mails };
   }
 
   async #mailOwners(to: string[], delivery: repo.ClaimedDelivery): Promise<void> {
@@ -261,6 +419,19 @@ export class WebhookDispatcher {
       }
     }
   }
+}
+
+/** Registers the queue's gauges (every tenant's deliveries, read as the system role) and answers the outcome counter. */
+function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'> {
+  metrics.observeQueue(
+    { name: 'chat_webhook_deliveries_pending', help: 'Webhook deliveries waiting, by state: due (now, in flight included), scheduled (a retry later), held (endpoint disabled)' },
+    { name: 'chat_webhook_oldest_due_seconds', help: 'How long the oldest due webhook delivery of an enabled endpoint has waited (0: none due)' },
+    async () => {
+      const s = await database.asSystem((trx) => repo.queueStats(trx));
+      return { states: { due: s.due, scheduled: s.scheduled, held: s.held }, oldestDueSeconds: s.oldest_due_seconds };
+    },
+  );
+  return metrics.counter('chat_webhook_deliveries_total', 'Webhook delivery attempts recorded by this instance, by outcome', ['outcome']);
 }
 
 /** Whether an endpoint gets an event: a test only its own endpoint; others by type, from its creation on. */

@@ -217,17 +217,20 @@ on conflict ("webhook_id", "event_id") do nothing
 returning
   "id";
 
--- webhook.claimDueDeliveries [1/2]
-update "webhook_deliveries"
+-- webhook.claimDueDeliveries
+update "webhook_deliveries" as "d"
 set
   "locked_until" = (
     now() + make_interval(secs => $1::double precision)
   ),
   "lock_token" = $2,
-  "attempts" = "attempts" + $3,
+  "attempts" = "d"."attempts" + $3,
   "last_attempt_at" = now()
+from
+  "webhooks" as "w"
 where
-  "id" in (
+  "w"."id" = "d"."webhook_id"
+  and "d"."id" in (
     select
       "d"."id"
     from
@@ -249,25 +252,75 @@ where
       "d" skip locked
   )
 returning
-  "id",
-  "tenant_id",
-  "webhook_id",
-  "event_id",
-  "body",
-  "retry_step";
-
--- webhook.claimDueDeliveries [2/2]
-select
-  "id",
-  "url",
-  "secret",
+  "d"."id",
+  "d"."tenant_id",
+  "d"."webhook_id",
+  "d"."event_id",
+  "d"."body",
+  "d"."retry_step",
+  "w"."url",
+  "w"."secret",
   case
-    when previous_secret_expires_at > now() then previous_secret
-  end as "previous_secret"
+    when w.previous_secret_expires_at > now() then w.previous_secret
+  end as "previous_secret";
+
+-- webhook.recordSuccesses
+with
+  done as (
+    update webhook_deliveries as d
+    set
+      status = 'succeeded',
+      next_attempt_at = null,
+      locked_until = null,
+      lock_token = null,
+      last_status_code = v.status_code,
+      last_error = null,
+      delivered_at = now()
+    from
+      (
+        values
+          ($1, $2, $3::integer),
+          ($4, $5, $6::integer)
+      ) as v (id, lock_token, status_code)
+    where
+      d.id = v.id
+      and d.lock_token = v.lock_token
+    returning
+      d.webhook_id
+  ),
+  recovered as (
+    update webhooks
+    set
+      failing_since = null
+    where
+      id in (
+        select
+          webhook_id
+        from
+          done
+      )
+      and failing_since is not null
+  )
+select
+  count(*)::integer as written
 from
-  "webhooks"
+  done;
+
+-- webhook.releaseClaims
+update webhook_deliveries as d
+set
+  locked_until = null,
+  lock_token = null,
+  attempts = d.attempts - 1
+from
+  (
+    values
+      ($1, $2),
+      ($3, $4)
+  ) as v (id, lock_token)
 where
-  "id" in ($1);
+  d.id = v.id
+  and d.lock_token = v.lock_token;
 
 -- webhook.recordSuccess
 update "webhook_deliveries"
@@ -318,7 +371,15 @@ update "webhooks"
 set
   "failing_since" = $1
 where
-  "id" = $2
+  "id" in ($2)
+  and "failing_since" is not null;
+
+-- webhook.clearFailingStreaks
+update "webhooks"
+set
+  "failing_since" = $1
+where
+  "id" in ($2, $3)
   and "failing_since" is not null;
 
 -- webhook.noteFailure
@@ -353,3 +414,43 @@ where
   "m"."tenant_id" = $1
   and "m"."role" = $2
   and "m"."status" = $3;
+
+-- webhook.queueStats
+select
+  (
+    count(*) filter (
+      where
+        w.enabled
+        and d.next_attempt_at <= now()
+    )
+  )::integer as "due",
+  (
+    count(*) filter (
+      where
+        w.enabled
+        and d.next_attempt_at > now()
+    )
+  )::integer as "scheduled",
+  (
+    count(*) filter (
+      where
+        not w.enabled
+    )
+  )::integer as "held",
+  coalesce(
+    extract(
+      epoch
+      from
+        now() - min(d.next_attempt_at) filter (
+          where
+            w.enabled
+            and d.next_attempt_at <= now()
+        )
+    ),
+    0
+  )::float8 as "oldest_due_seconds"
+from
+  "webhook_deliveries" as "d"
+  inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+where
+  "d"."status" = $1;

@@ -156,7 +156,8 @@ export interface ClaimedDelivery {
 /**
  * Claims up to `limit` due deliveries of enabled endpoints for `leaseMs`: the row is this instance's
  * until it records the outcome or the lease runs out. SKIP LOCKED: instances claiming at once take
- * different rows instead of waiting for each other.
+ * different rows instead of waiting for each other. One statement answers each delivery with its
+ * endpoint's URL and secrets, oldest due first.
  */
 export async function claimDueDeliveries(trx: Tx, limit: number, lockToken: string, leaseMs: number): Promise<ClaimedDelivery[]> {
   const due = trx
@@ -172,32 +173,76 @@ export async function claimDueDeliveries(trx: Tx, limit: number, lockToken: stri
     .forUpdate('d')
     .skipLocked();
   const claimed = await trx
-    .updateTable('webhook_deliveries')
+    .updateTable('webhook_deliveries as d')
+    .from('webhooks as w')
     .set((eb) => ({
       locked_until: dbFromNow(leaseMs),
       lock_token: lockToken,
-      attempts: eb('attempts', '+', 1),
+      attempts: eb('d.attempts', '+', 1),
       last_attempt_at: sql<Date>`now()`,
     }))
-    .where('id', 'in', due)
-    .returning(['id', 'tenant_id', 'webhook_id', 'event_id', 'body', 'retry_step'])
-    .execute();
-  if (claimed.length === 0) return [];
-  const endpoints = await trx
-    .selectFrom('webhooks')
-    .select([
-      'id',
-      'url',
-      'secret',
-      sql<string | null>`case when previous_secret_expires_at > now() then previous_secret end`.as('previous_secret'),
+    .whereRef('w.id', '=', 'd.webhook_id')
+    .where('d.id', 'in', due)
+    .returning([
+      'd.id',
+      'd.tenant_id',
+      'd.webhook_id',
+      'd.event_id',
+      'd.body',
+      'd.retry_step',
+      'w.url',
+      'w.secret',
+      sql<string | null>`case when w.previous_secret_expires_at > now() then w.previous_secret end`.as('previous_secret'),
     ])
-    .where('id', 'in', [...new Set(claimed.map((c) => c.webhook_id))])
     .execute();
-  const byId = new Map(endpoints.map((e) => [e.id, e]));
-  return claimed.map((c) => {
-    const endpoint = byId.get(c.webhook_id)!;
-    return { ...c, url: endpoint.url, secret: endpoint.secret, previous_secret: endpoint.previous_secret };
-  });
+  // RETURNING keeps no order; ids grow with time, so the oldest delivery goes first.
+  return claimed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** The outcome of one claimed attempt, to be written under its claim's token. */
+export interface ClaimRef {
+  id: string;
+  lockToken: string;
+}
+
+/** `(id, lock_token[, …])` rows as a VALUES list that joins as `v`. */
+const claimValues = (rows: ClaimRef[], extra?: (i: number) => ReturnType<typeof sql>) =>
+  sql.join(rows.map((r, i) => (extra ? sql`(${r.id}, ${r.lockToken}, ${extra(i)})` : sql`(${r.id}, ${r.lockToken})`)));
+
+/**
+ * Many successes in one statement, each written only where its claim still holds the row; the endpoints
+ * of the rows written end their failure streaks. Answers how many were written.
+ */
+export async function recordSuccesses(trx: Tx, rows: (ClaimRef & { statusCode: number })[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const result = await sql<{ written: number }>`
+    with done as (
+      update webhook_deliveries as d
+      set status = 'succeeded', next_attempt_at = null, locked_until = null, lock_token = null,
+        last_status_code = v.status_code, last_error = null, delivered_at = now()
+      from (values ${claimValues(rows, (i) => sql`${rows[i]!.statusCode}::integer`)}) as v (id, lock_token, status_code)
+      where d.id = v.id and d.lock_token = v.lock_token
+      returning d.webhook_id
+    ), recovered as (
+      update webhooks set failing_since = null
+      where id in (select webhook_id from done) and failing_since is not null
+    )
+    select count(*)::integer as written from done`.execute(trx);
+  return result.rows[0]?.written ?? 0;
+}
+
+/**
+ * Gives back claims that were never attempted (the instance stopped, or the lease grew too short to
+ * start one): the rows are free at once, and the attempt the claim counted is taken back.
+ */
+export async function releaseClaims(trx: Tx, rows: ClaimRef[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const result = await sql`
+    update webhook_deliveries as d
+    set locked_until = null, lock_token = null, attempts = d.attempts - 1
+    from (values ${claimValues(rows)}) as v (id, lock_token)
+    where d.id = v.id and d.lock_token = v.lock_token`.execute(trx);
+  return Number(result.numAffectedRows ?? 0n);
 }
 
 /** Whether this instance still held the delivery (its lease ran out and another took it: nothing is written). */
@@ -244,7 +289,12 @@ export async function recordFailure(
 }
 
 export async function clearFailingStreak(trx: Tx, webhookId: string) {
-  await trx.updateTable('webhooks').set({ failing_since: null }).where('id', '=', webhookId).where('failing_since', 'is not', null).execute();
+  await clearFailingStreaks(trx, [webhookId]);
+}
+
+export async function clearFailingStreaks(trx: Tx, webhookIds: string[]) {
+  if (webhookIds.length === 0) return;
+  await trx.updateTable('webhooks').set({ failing_since: null }).where('id', 'in', webhookIds).where('failing_since', 'is not', null).execute();
 }
 
 /** Starts the endpoint's failure streak unless one runs; answers whether it has run longer than `disableAfterMs`. */
@@ -281,3 +331,27 @@ export async function activeOwnerEmails(trx: Tx, tenantId: string): Promise<stri
   return rows.map((r) => r.email);
 }
 
+
+// ---- The queue, read for metrics (system role: every tenant) ------------------------------------------
+
+/**
+ * The pending deliveries across tenants: due now (in flight included) or scheduled for a retry, and the
+ * age of the oldest due one. Deliveries of a disabled endpoint wait until it is enabled again: they are
+ * counted apart (held), so they never make the due queue look stuck. Reads the partial due index.
+ */
+export async function queueStats(trx: Tx): Promise<{ due: number; scheduled: number; held: number; oldest_due_seconds: number }> {
+  const row = await trx
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .where('d.status', '=', 'pending')
+    .select([
+      sql<number>`(count(*) filter (where w.enabled and d.next_attempt_at <= now()))::integer`.as('due'),
+      sql<number>`(count(*) filter (where w.enabled and d.next_attempt_at > now()))::integer`.as('scheduled'),
+      sql<number>`(count(*) filter (where not w.enabled))::integer`.as('held'),
+      sql<number>`coalesce(extract(epoch from now() - min(d.next_attempt_at) filter (where w.enabled and d.next_attempt_at <= now())), 0)::float8`.as(
+        'oldest_due_seconds',
+      ),
+    ])
+    .executeTakeFirstOrThrow();
+  return row;
+}

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import ipaddr from 'ipaddr.js';
@@ -6,16 +7,26 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 // Signing and posting, nothing else: what a delivery is and when it is retried is the dispatcher's.
 
-const signers = new Map<string, StandardWebhook>();
+const keys = new Map<string, Buffer>();
 
-function signerFor(secret: string): StandardWebhook {
-  let signer = signers.get(secret);
-  if (!signer) {
-    if (signers.size > 10_000) signers.clear();
-    signer = new StandardWebhook(secret);
-    signers.set(secret, signer);
+/** The HMAC key of a `whsec_` secret, as standardwebhooks reads it (and refuses what it refuses). */
+function keyOf(secret: string): Buffer {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size > 10_000) keys.clear();
+    new StandardWebhook(secret);
+    key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+    keys.set(secret, key);
   }
-  return signer;
+  return key;
+}
+
+/**
+ * A `v1,<base64>` signature byte for byte as standardwebhooks' `sign` makes it (HMAC-SHA256 of
+ * "{id}.{seconds}.{body}" in UTF-8), with node:crypto: the library hashes in JavaScript, several times slower.
+ */
+export function signature(secret: string, messageId: string, at: Date, body: string): string {
+  return `v1,${createHmac('sha256', keyOf(secret)).update(`${messageId}.${Math.floor(at.getTime() / 1000)}.${body}`).digest('base64')}`;
 }
 
 /**
@@ -28,7 +39,7 @@ export function signedHeaders(messageId: string, body: string, secrets: string[]
     'user-agent': 'customer-chat-webhooks/1',
     'webhook-id': messageId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': secrets.map((secret) => signerFor(secret).sign(messageId, at, body)).join(' '),
+    'webhook-signature': secrets.map((secret) => signature(secret, messageId, at, body)).join(' '),
   };
 }
 

@@ -22,6 +22,7 @@ import { originAllowed } from './domain.ts';
 import { recordVisitorPage, recordVisitorSession } from '../visitors/visitor.service.ts';
 import { contactForEmail } from '../contacts/contact.service.ts';
 import * as repo from './widget.repository.ts';
+import { botInTransaction } from '../bots/bot.service.ts';
 
 type S = components['schemas'];
 
@@ -39,6 +40,11 @@ function hashMatches(secret: string, email: string, given: string): boolean {
 
 // Internal notes are filtered out before; the view hides who answered.
 const forVisitor = (m: Message, files: ReadonlyMap<string, S['Attachment']>): S['Message'] => messageForVisitor(toMessageDto(m, files));
+/** Whether someone can answer now (the team service, from presence): the widget shows its away message if not. */
+export interface TeamAvailability {
+  available(tenantId: string): Promise<boolean>;
+}
+
 /** The visitor's conversations the widget lists, newest activity first. */
 const WIDGET_CONVERSATIONS_SHOWN = 100;
 
@@ -47,12 +53,14 @@ export class WidgetPublicService {
   readonly #bus: EventBus;
   readonly #tokens: TokenService;
   readonly #limits: PlanLimits;
+  readonly #team: TeamAvailability;
 
-  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService; limits: PlanLimits }) {
+  constructor(deps: { database: Database; bus: EventBus; tokens: TokenService; limits: PlanLimits; team: TeamAvailability }) {
     this.#database = deps.database;
     this.#bus = deps.bus;
     this.#tokens = deps.tokens;
     this.#limits = deps.limits;
+    this.#team = deps.team;
   }
 
   /** For the access middleware: a visitor token, its widget's domains against the Origin, and its identity rule. */
@@ -110,7 +118,7 @@ export class WidgetPublicService {
       visitor_id: visitorId,
       visitor_token: token,
       expires_at: new Date(now.getTime() + VISITOR_TOKEN_TTL_SECONDS * 1000).toISOString(),
-      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'] },
+      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'], team_available: await this.#team.available(widget.tenant_id) },
     };
   }
 
@@ -136,6 +144,8 @@ export class WidgetPublicService {
       await this.#limits.assertConversationAvailable(trx, visitor.tenantId);
       const now = new Date();
       const id = newId('conversation');
+      // The widget's bot, while it is enabled, takes the conversation first: no agent is picked.
+      const bot = await this.#botOf(trx, visitor.widgetId);
       await conversationRepo.insertConversation(trx, {
         id,
         tenant_id: visitor.tenantId,
@@ -147,6 +157,7 @@ export class WidgetPublicService {
         department_id: null,
         assigned_user_id: null,
         widget_id: visitor.widgetId,
+        ...(bot ? { bot_id: bot.id, bot_state: 'active' as const } : {}),
         now,
       });
       const created = await conversationRepo.findConversation(trx, id, visitor.visitorId);
@@ -202,6 +213,14 @@ export class WidgetPublicService {
       );
       return { survey_id: survey.id, conversation_id: conversationId, rating: input.rating, comment, answered_at: answeredAt.toISOString() };
     });
+  }
+
+  async #botOf(trx: Tx, widgetId: string) {
+    const widget = await repo.findWidget(trx, widgetId);
+    const botId = (widget?.settings as { bot_id?: unknown } | undefined)?.bot_id;
+    if (typeof botId !== 'string') return undefined;
+    const bot = await botInTransaction(trx, botId);
+    return bot?.enabled ? bot : undefined;
   }
 
   // A conversation of this visitor, or "not found" (whoever else it belongs to).

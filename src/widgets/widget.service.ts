@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Widget, WidgetDomain } from '../db/schema.ts';
 import type { Principal } from '../shared/principal.ts';
-import { conflict, notFound } from '../shared/errors.ts';
+import { conflict, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { mergePatch } from '../shared/merge.ts';
 import { pageOf } from '../shared/pagination.ts';
 import { normaliseDomain } from './domain.ts';
 import * as repo from './widget.repository.ts';
+import { botInTransaction } from '../bots/bot.service.ts';
 
 type S = components['schemas'];
 
@@ -25,6 +26,15 @@ export const toWidgetDto = (w: Widget): S['Widget'] => ({
 const toDomainDto = (d: WidgetDomain): S['Domain'] => ({ id: d.id, widget_id: d.widget_id, domain: d.domain, created_at: d.created_at.toISOString() });
 
 const newSecret = () => randomBytes(32).toString('hex');
+
+/** settings.bot_id must name an enabled bot of this tenant (another tenant's is as unknown as none). */
+async function checkBot(trx: Tx, settings: Record<string, unknown> | undefined): Promise<void> {
+  const botId = settings?.bot_id;
+  if (typeof botId !== 'string') return;
+  const bot = await botInTransaction(trx, botId);
+  if (!bot) throw invalidInput({ field: 'settings/bot_id', message: 'names no bot of this account' });
+  if (!bot.enabled) throw invalidInput({ field: 'settings/bot_id', message: 'names a disabled bot' });
+}
 
 export class WidgetService {
   readonly #database: Database;
@@ -45,8 +55,9 @@ export class WidgetService {
   }
 
   async create(principal: Principal, input: S['WidgetCreate']): Promise<S['WidgetWithSecret']> {
-    const widget = await this.#database.withTenant(principal.tenantId, (trx) =>
-      repo.insertWidget(trx, {
+    const widget = await this.#database.withTenant(principal.tenantId, async (trx) => {
+      await checkBot(trx, input.settings);
+      return repo.insertWidget(trx, {
         id: newId('widget'),
         tenant_id: principal.tenantId,
         name: input.name,
@@ -54,8 +65,8 @@ export class WidgetService {
         identity_secret: newSecret(),
         identity_required: input.identity_required ?? false,
         now: new Date(),
-      }),
-    );
+      });
+    });
     return { ...toWidgetDto(widget), identity_secret: widget.identity_secret };
   }
 
@@ -64,6 +75,7 @@ export class WidgetService {
       const current = await repo.findWidget(trx, id, { lock: true });
       if (!current) throw notFound('Widget');
       const settings = input.settings ? mergePatch(current.settings, input.settings) : undefined;
+      if (input.settings?.bot_id) await checkBot(trx, settings);
       const updated = await repo.updateWidget(
         trx,
         id,

@@ -4,7 +4,7 @@ import addFormats from 'ajv-formats';
 import type { Express } from 'express';
 import { createClient, type RedisClientType } from 'redis';
 import { WebSocket } from 'ws';
-import { buildApp, type Services } from '../../src/app.ts';
+import { type AppDeps, buildApp, type Services } from '../../src/app.ts';
 import type { Database } from '../../src/db/database.ts';
 import { EventBus } from '../../src/events/bus.ts';
 import { loadContract } from '../../src/http/contract.ts';
@@ -18,13 +18,15 @@ export interface RealtimeServer {
   app: Express;
   services: Services;
   gateway: RealtimeGateway;
+  /** The HTTP server (the browser tests cut its visitor sockets). */
+  server: Server;
   wsUrl: string;
   close(): Promise<void>;
 }
 
 /** An app and its gateway on a real HTTP server, on the run's database. With redisUrl, shared through Redis. */
 export async function startRealtime(
-  options: { redisUrl?: string; gateway?: Partial<GatewayOptions>; database?: Database } = {},
+  options: { redisUrl?: string; gateway?: Partial<GatewayOptions>; database?: Database; config?: Partial<AppDeps['config']> } = {},
 ): Promise<RealtimeServer> {
   const h = await getHarness();
   const database = options.database ?? h.database;
@@ -40,7 +42,8 @@ export async function startRealtime(
     fanout = await RedisFanout.create(redis);
   }
   const bus = new EventBus();
-  const { app, services } = buildApp({ ...h.deps, database, bus, presence, tickets });
+  const config = { ...h.deps.config, ...options.config };
+  const { app, services } = buildApp({ ...h.deps, config, database, bus, presence, tickets });
   const server: Server = createServer(app);
   const gateway = new RealtimeGateway({
     database,
@@ -63,6 +66,7 @@ export async function startRealtime(
     app,
     services,
     gateway,
+    server,
     wsUrl: `ws://127.0.0.1:${port}/api/v1/ws`,
     close: async () => {
       await gateway.close();

@@ -5,10 +5,15 @@ export interface ReceivedMail {
   to: string[];
   subject: string;
   text: string;
+  html: string;
 }
 
-/** A real SMTP server on loopback that keeps what it receives. */
-export async function startSmtpServer() {
+/**
+ * A real SMTP server on loopback that keeps what it receives. `refuse` may answer a reply code for a
+ * mail (451: try later, 550: never), which refuses it at the end of DATA; the refused are counted.
+ */
+export async function startSmtpServer(options: { refuse?: () => number | undefined } = {}) {
+  let refused = 0;
   const received: ReceivedMail[] = [];
   const waiters: (() => void)[] = [];
   const server = new SMTPServer({
@@ -18,10 +23,17 @@ export async function startSmtpServer() {
     onData(stream, session, callback) {
       simpleParser(stream)
         .then((mail) => {
+          const code = options.refuse?.();
+          if (code !== undefined) {
+            refused++;
+            callback(Object.assign(new Error(code >= 500 ? 'mailbox unavailable' : 'try again later'), { responseCode: code }));
+            return;
+          }
           received.push({
             to: session.envelope.rcptTo.map((r) => r.address),
             subject: mail.subject ?? '',
             text: mail.text ?? '',
+            html: typeof mail.html === 'string' ? mail.html : '',
           });
           for (const wake of waiters.splice(0)) wake();
           callback();
@@ -34,6 +46,10 @@ export async function startSmtpServer() {
   return {
     url: `smtp://127.0.0.1:${port}`,
     received,
+    /** How many mails were refused with a code from `refuse`. */
+    get refused() {
+      return refused;
+    },
     /** The first mail to this address whose subject matches, waiting for it up to 10 s. */
     async waitFor(to: string, subject: RegExp): Promise<ReceivedMail> {
       const deadline = Date.now() + 10_000;

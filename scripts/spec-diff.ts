@@ -1,0 +1,207 @@
+// `npm run spec:diff [base]`: what changed in the contract (openapi/chat.yaml) since a git ref, per
+// operation, each change classified by api-smart-diff as breaking, non-breaking, deprecated or annotation.
+// Exits 1 on a breaking change under /v1 that was not announced, and on a deprecation that does not give
+// six months' notice. An intended break is one to an operation that the base already deprecated and whose
+// `x-sunset` has come; a deprecation lands as `deprecated: true` with `x-deprecated-at` and an `x-sunset`
+// at least six months ahead, and the service then answers that operation with Deprecation and Sunset headers.
+//
+//   node scripts/spec-diff.ts [base]                  base: a git ref; default the merge base with main,
+//                                                     or on main itself (CI's clean clone) the first parent
+//   node scripts/spec-diff.ts --before A.yaml --after B.yaml   two files (the tests use it)
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { apiCompare } from 'api-smart-diff';
+import { parse } from 'yaml';
+
+const CONTRACT = 'openapi/chat.yaml';
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']);
+const SIX_MONTHS_MS = 182 * 24 * 3600 * 1000;
+
+type Doc = Record<string, any>;
+interface Change {
+  type: string;
+  action: string;
+  where: string;
+  description: string;
+}
+
+const args = process.argv.slice(2);
+const option = (name: string): string | undefined => {
+  const at = args.indexOf(name);
+  if (at === -1) return undefined;
+  const [, value] = args.splice(at, 2);
+  return value;
+};
+const git = (...a: string[]) => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+const tryGit = (...a: string[]): string | undefined => {
+  try {
+    return git(...a);
+  } catch {
+    return undefined;
+  }
+};
+
+function defaultBase(): { ref: string; why: string } | undefined {
+  const head = tryGit('rev-parse', 'HEAD');
+  for (const main of ['main', 'origin/main']) {
+    const mainCommit = tryGit('rev-parse', '--verify', '-q', `${main}^{commit}`);
+    if (!mainCommit || mainCommit === head) continue;
+    const base = tryGit('merge-base', 'HEAD', main);
+    if (base && base !== head) return { ref: base, why: `the merge base with ${main}` };
+  }
+  // On main (CI's clean clone): what main was before the last landing, its first parent.
+  const parent = tryGit('rev-parse', '--verify', '-q', 'HEAD^1^{commit}');
+  return parent ? { ref: parent, why: 'HEAD^1, main before the last commit landed' } : undefined;
+}
+
+let before: Doc;
+let after: Doc;
+let label: string;
+let baseRef: string | undefined;
+const beforeFile = option('--before');
+const afterFile = option('--after');
+if (beforeFile || afterFile) {
+  if (!beforeFile || !afterFile) throw new Error('--before and --after go together');
+  before = parse(readFileSync(beforeFile, 'utf8'));
+  after = parse(readFileSync(afterFile, 'utf8'));
+  label = `${beforeFile} -> ${afterFile}`;
+} else {
+  const base = args[0] ? { ref: args[0], why: 'given' } : defaultBase();
+  if (!base) {
+    console.log('spec:diff: no earlier commit to compare with (a single-commit clone); nothing to report');
+    process.exit(0);
+  }
+  baseRef = base.ref;
+  const text = tryGit('show', `${base.ref}:${CONTRACT}`);
+  if (text === undefined && !tryGit('rev-parse', '--verify', '-q', `${base.ref}^{commit}`)) throw new Error(`spec:diff: ${base.ref} is not a commit here`);
+  before = text === undefined ? { openapi: '3.1.0', paths: {} } : parse(text);
+  after = parse(readFileSync(CONTRACT, 'utf8'));
+  label = `${CONTRACT} at ${base.ref.slice(0, 12)} (${base.why}) -> the working tree`;
+}
+
+// api-smart-diff resolves every $ref, so a change to a shared schema shows on each operation that uses it;
+// the components' own entries would say it twice.
+// It also rewrites the documents it is given (inlines references, drops extensions): the rules below read copies.
+const pristine = { before: structuredClone(before), after: structuredClone(after) };
+const { diffs } = apiCompare(before, after);
+const byOperation = new Map<string, Change[]>();
+const add = (key: string, change: Change) => byOperation.set(key, [...(byOperation.get(key) ?? []), change]);
+const operationKey = (path: string, method: string, doc: Doc) => `${method.toUpperCase()} ${path}${doc.paths?.[path]?.[method]?.operationId ? ` (${doc.paths[path][method].operationId})` : ''}`;
+for (const d of diffs) {
+  const [top, path, method, ...rest] = d.path.map(String);
+  if (top === 'components') continue;
+  const change: Change = { type: d.type, action: d.action, where: rest.join('.'), description: d.description ?? `${d.action} ${d.path.join('.')}` };
+  if (top !== 'paths' || path === undefined) add('(document)', { ...change, where: d.path.join('.') });
+  else if (method !== undefined && METHODS.has(method)) add(operationKey(path, method, d.action === 'remove' && rest.length === 0 ? before : after), change);
+  else if (method === undefined) {
+    // A whole path added or removed: each of its operations.
+    const item = (d.action === 'remove' ? before : after).paths?.[path] ?? {};
+    for (const m of Object.keys(item).filter((k) => METHODS.has(k))) add(operationKey(path, m, d.action === 'remove' ? before : after), { ...change, description: `${d.action === 'remove' ? '[Removed]' : '[Added]'} operation ${m.toUpperCase()} ${path}` });
+  } else add(operationKey(path, '*', after), { ...change, where: [method, ...rest].join('.') });
+}
+
+// The rules on top of the classification.
+const now = Date.now();
+const problems: string[] = [];
+const sunsetOf = (op: Doc | undefined) => (op?.deprecated && typeof op['x-sunset'] === 'string' ? new Date(op['x-sunset']).getTime() : undefined);
+const intended = (path: string, method: string): string | undefined => {
+  const sunset = sunsetOf(before.paths?.[path]?.[method]);
+  return sunset !== undefined && sunset <= now ? `deprecated, sunset ${before.paths[path][method]['x-sunset']} passed` : undefined;
+};
+for (const [path, item] of Object.entries<Doc>(after.paths ?? {})) {
+  for (const [method, op] of Object.entries<Doc>(item)) {
+    if (!METHODS.has(method) || !op?.deprecated || before.paths?.[path]?.[method]?.deprecated) continue;
+    const sunset = sunsetOf(op);
+    const key = operationKey(path, method, after);
+    if (sunset === undefined || !op['x-deprecated-at']) problems.push(`${key}: newly deprecated without x-deprecated-at and x-sunset (dates): clients need to be told when it goes`);
+    else if (sunset - now < SIX_MONTHS_MS) problems.push(`${key}: newly deprecated with x-sunset ${op['x-sunset']}, less than six months ahead`);
+  }
+}
+
+// Open sets: a schema marked `x-extensible: true` (event types, API key scopes, the Event union) may gain
+// values and members, and clients are told to accept ones they do not know (the spec's info says so).
+// api-smart-diff compares enums by position, so a value inserted in order shows as "replaced": the change is
+// an addition when the old values are all still there.
+function resolvePath(doc: Doc, segments: string[]): Doc | undefined {
+  let node: any = doc;
+  for (const segment of segments) {
+    while (node && typeof node.$ref === 'string') node = resolvePath(doc, node.$ref.replace(/^#\//, '').split('/').map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    if (node === undefined || node === null || typeof node !== 'object') return undefined;
+    node = node[segment];
+  }
+  while (node && typeof node.$ref === 'string') node = resolvePath(doc, node.$ref.replace(/^#\//, '').split('/').map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
+  return node;
+}
+function growsOpenSet(path: string, method: string, where: string): boolean {
+  const segments = where.split('.');
+  // The path names content types like application/json whole; rejoin what split on their dots.
+  const at = segments.findIndex((s) => s === 'enum' || s === 'oneOf');
+  if (at < 1) return false;
+  const base = ['paths', path, method, ...rejoin(segments.slice(0, at))];
+  const beforeSchema = resolvePath(pristine.before, base);
+  const afterSchema = resolvePath(pristine.after, base);
+  if (!afterSchema?.['x-extensible'] || !beforeSchema) return false;
+  const key = segments[at] as 'enum' | 'oneOf';
+  const old: unknown[] = beforeSchema[key] ?? [];
+  const now: unknown[] = afterSchema[key] ?? [];
+  // A union's members are known by what they discriminate on (api-smart-diff inlines references, and a
+  // member's other fields may change compatibly); an enum's values by themselves.
+  const same = (a: unknown) => (key === 'oneOf' ? JSON.stringify(discriminatorOf(a) ?? a) : JSON.stringify(a));
+  return now.length > old.length && old.every((v) => now.some((w) => same(w) === same(v)));
+}
+function discriminatorOf(schema: any): unknown {
+  if (!schema || typeof schema !== 'object') return undefined;
+  if (typeof schema.$ref === 'string') return schema.$ref.split('/').at(-1);
+  if (schema.properties?.type) return schema.properties.type;
+  for (const part of schema.allOf ?? []) {
+    const found = discriminatorOf(part);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+function rejoin(segments: string[]): string[] {
+  const out: string[] = [];
+  for (const s of segments) {
+    const last = out.at(-1);
+    if (last !== undefined && /^(application|text|multipart)\/[^.]*$/.test(last) && !/^(schema|example|examples)$/.test(s)) out[out.length - 1] = `${last}.${s}`;
+    else out.push(s);
+  }
+  return out;
+}
+for (const [key, changes] of byOperation) {
+  const [method, path] = key.split(' ') as [string, string];
+  if (!path) continue;
+  for (const c of changes) {
+    if (c.type === 'breaking' && growsOpenSet(path, method.toLowerCase(), c.where)) {
+      c.type = 'non-breaking';
+      c.description += ' (an open set grew: x-extensible)';
+    }
+  }
+}
+
+let breaking = 0;
+let unannounced = 0;
+const lines: string[] = [`contract changes: ${label}`];
+for (const [key, changes] of [...byOperation].sort(([a], [b]) => a.localeCompare(b))) {
+  const [method, path] = key.split(' ') as [string, string];
+  const why = path ? intended(path, method.toLowerCase()) : undefined;
+  lines.push('', key + (why ? `  [intended: ${why}]` : ''));
+  for (const c of changes.sort((a, b) => order(a.type) - order(b.type))) {
+    // The path too: api-smart-diff's wording is vague where a $ref was followed ("annotation (expires_in)").
+    lines.push(`  ${c.type.padEnd(12)} ${c.description}${c.where ? `  at ${c.where}` : ''}`);
+    if (c.type !== 'breaking') continue;
+    breaking++;
+    if (!why && (path ?? '').startsWith('/v1')) unannounced++;
+  }
+}
+function order(type: string): number {
+  return ['breaking', 'deprecated', 'non-breaking', 'annotation', 'unclassified'].indexOf(type);
+}
+const counts = (type: string) => [...byOperation.values()].flat().filter((c) => c.type === type).length;
+if (byOperation.size === 0) lines.push('', 'no change to any operation');
+lines.push('', `${byOperation.size} operations changed: ${breaking} breaking, ${counts('deprecated')} deprecated, ${counts('non-breaking')} non-breaking, ${counts('annotation')} annotation`);
+if (baseRef && tryGit('diff', '--stat', baseRef, '--', 'openapi/events.asyncapi.yaml')) lines.push('openapi/events.asyncapi.yaml changed too (not classified: api-smart-diff reads AsyncAPI 2 only; its payloads are chat.yaml schemas, classified above)');
+if (unannounced > 0) problems.push(`${unannounced} breaking change(s) under /v1 not announced: deprecate first (deprecated: true, x-deprecated-at, x-sunset six months ahead), break after the sunset`);
+for (const p of problems) lines.push(`FAIL ${p}`);
+console.log(lines.join('\n'));
+process.exitCode = problems.length > 0 ? 1 : 0;

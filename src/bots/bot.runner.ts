@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { CannedResponseService } from '../canned-responses/canned-response.service.ts';
+import type { ConversationService } from '../conversations/conversation.service.ts';
+import type { Database } from '../db/database.ts';
+import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
+import type { EventBus } from '../events/bus.ts';
+import { feedHead, readFeed } from '../events/feed.repository.ts';
+import type { MessageService } from '../messages/message.service.ts';
+import { envelopeOf } from '../realtime/views.ts';
+import { AppError } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import type { Principal } from '../shared/principal.ts';
+import { type Transport, createTransport, signedHeaders } from '../webhooks/webhook.transport.ts';
+import * as repo from './bot.repository.ts';
+import { DEFAULT_LLM_TIMEOUT_MS, llmSettingsOf } from './bot.service.ts';
+import { type FaqEntry, decideFaq } from './faq.ts';
+import { type ChatTurn, DEFAULT_SYSTEM_PROMPT, type LlmClient, createLlmClient } from './llm.client.ts';
+
+/** The runner's row in feed_cursors. */
+export const BOT_CURSOR = 'bots';
+
+export const DEFAULT_BOT_RETRY_DELAYS_MS = [5_000, 30_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000];
+
+/** Turns of the conversation the llm bot sends as context (the latest). */
+const LLM_CONTEXT_MESSAGES = 50;
+
+export interface BotRunnerOptions {
+  database: Database;
+  logger: Logger;
+  bus: EventBus;
+  allowPrivate: boolean;
+  /** The built-in bots answer through the same services as a bot's key would. */
+  services: { messages: MessageService; conversations: ConversationService; cannedResponses: CannedResponseService };
+  /** A webhook bot's 2xx must arrive within this. */
+  timeoutMs?: number;
+  retryDelaysMs?: number[];
+  concurrency?: number;
+  pollMs?: number;
+  leaseMs?: number;
+  batch?: number;
+  /** Replaces the HTTP transports (tests). */
+  transport?: Transport;
+  llm?: LlmClient;
+  /** The service's registry: the delivery queue's depth and the outcomes recorded. Without it nothing is reported. */
+  metrics?: Metrics | undefined;
+}
+
+type Outcome = { statusCode: number | null; error: string | null };
+
+/** Registers the delivery queue's gauges (every tenant's deliveries, read as the system role) and answers the outcome counter. */
+function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'> {
+  metrics.observeQueue(
+    { name: 'chat_bot_deliveries_pending', help: 'Bot deliveries waiting, by state: due (now, in flight included), scheduled (a retry later)' },
+    { name: 'chat_bot_oldest_due_seconds', help: 'How long the oldest due bot delivery has waited (0: none due)' },
+    async () => {
+      const s = await database.asSystem((trx) => repo.queueStats(trx));
+      return { states: { due: s.due, scheduled: s.scheduled }, oldestDueSeconds: s.oldest_due_seconds };
+    },
+  );
+  return metrics.counter('chat_bot_deliveries_total', 'Bot delivery attempts recorded by this instance, by outcome (delivered, failed_retrying, failed_final)', ['outcome']);
+}
+
+/**
+ * Gives each bot its conversations' events, at least once, on any number of instances: the webhook
+ * dispatcher's design with a cursor of its own. A pass reads the feed (commit-safe order) and, in the
+ * same transaction, queues one delivery per (bot, event) for `conversation.created` and the visitor's
+ * `message.created` of conversations a bot holds, then moves its cursor. Due deliveries are claimed with a
+ * lease and attempted: a `webhook` bot gets a signed POST; `faq` and `llm` bots run here and answer through
+ * the message and conversation services as the bot (an Idempotency-Key per event, so a retried delivery
+ * never answers twice). A failure is retried on the schedule, then the delivery fails.
+ */
+export class BotRunner {
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics'>>;
+  readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
+  readonly #transport: Transport;
+  readonly #llm: LlmClient;
+  readonly #own: boolean[];
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #stopped = false;
+  #running: Promise<void> | undefined;
+  #again = false;
+  readonly #inFlight = new Set<Promise<void>>();
+
+  constructor(options: BotRunnerOptions) {
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    this.#o = {
+      database: options.database,
+      logger: options.logger,
+      bus: options.bus,
+      allowPrivate: options.allowPrivate,
+      services: options.services,
+      timeoutMs,
+      retryDelaysMs: options.retryDelaysMs ?? DEFAULT_BOT_RETRY_DELAYS_MS,
+      concurrency: options.concurrency ?? 8,
+      pollMs: options.pollMs ?? 1000,
+      // Long enough for the slowest attempt: a webhook's timeout, or an llm bot's (at most 60 s).
+      leaseMs: options.leaseMs ?? Math.max(timeoutMs, 60_000) + 5_000,
+      batch: options.batch ?? 500,
+    };
+    this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
+    this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
+    this.#own = [!options.transport, !options.llm];
+    this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
+  }
+
+  start(): void {
+    if (this.#timer || this.#stopped) return;
+    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
+    this.#timer.unref();
+  }
+
+  /** Reads new events and attempts what is due; a pass already running runs again when it ends. */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    const run = this.#loop()
+      .catch((err: unknown) => this.#o.logger.error({ err }, 'bot runner pass failed; the next poll tries again'))
+      .finally(() => {
+        if (this.#running === run) this.#running = undefined;
+      });
+    this.#running = run;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#unsubscribe?.();
+    await this.#running?.catch(() => undefined);
+    await Promise.allSettled([...this.#inFlight]);
+    if (this.#own[0]) this.#transport.close();
+    if (this.#own[1]) this.#llm.close();
+  }
+
+  async #loop(): Promise<void> {
+    do {
+      this.#again = false;
+      for (;;) {
+        const pass = await this.fanOutOnce();
+        if (!pass.more || this.#stopped) {
+          // A running writer holds committed events back: look again shortly rather than at the next poll.
+          if (pass.heldBack && !this.#stopped) setTimeout(() => this.wake(), 20).unref();
+          break;
+        }
+      }
+      await this.#claim();
+    } while (this.#again && !this.#stopped);
+  }
+
+  /** One fan-out transaction. Public for tests. */
+  async fanOutOnce(): Promise<{ read: number; queued: number; more: boolean; heldBack: boolean }> {
+    return this.#o.database.asSystem(async (trx) => {
+      let cursor = await repo.lockCursor(trx, BOT_CURSOR);
+      if (!cursor) {
+        await repo.ensureCursor(trx, BOT_CURSOR, await feedHead(trx));
+        cursor = (await repo.lockCursor(trx, BOT_CURSOR))!;
+      }
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const last = page.rows.at(-1);
+      if (!last) return { read: 0, queued: 0, more: false, heldBack: page.heldBack };
+      const relevant = page.rows.filter(
+        (r) =>
+          r.conversation_id !== null &&
+          (r.type === 'conversation.created' ||
+            (r.type === 'message.created' && !r.internal && (r.data as { message: { sender_type: string } }).message.sender_type === 'visitor')),
+      );
+      const held = new Map((await repo.conversationsHeldByBots(trx, [...new Set(relevant.map((r) => r.conversation_id!))])).map((c) => [c.id, c]));
+      const deliveries: repo.NewBotDelivery[] = [];
+      for (const row of relevant) {
+        const conversation = held.get(row.conversation_id!);
+        if (!conversation) continue;
+        // The built-in bots answer messages; the conversation's start is news only to a webhook bot.
+        if (conversation.kind !== 'webhook' && row.type !== 'message.created') continue;
+        deliveries.push({
+          id: newId('botDelivery'),
+          tenant_id: row.tenant_id,
+          bot_id: conversation.bot_id,
+          conversation_id: row.conversation_id!,
+          event_id: row.id,
+          event_type: row.type,
+          body: envelopeOf(row, row.data),
+        });
+      }
+      const queued = await repo.insertBotDeliveries(trx, deliveries);
+      await repo.advanceCursor(trx, BOT_CURSOR, { txid: last.txid, position: last.position });
+      return { read: page.rows.length, queued, more: page.rows.length === this.#o.batch, heldBack: page.heldBack };
+    });
+  }
+
+  async #claim(): Promise<void> {
+    const free = this.#o.concurrency - this.#inFlight.size;
+    if (free <= 0 || this.#stopped) return;
+    const token = randomUUID();
+    const claimed = await this.#o.database.asSystem((trx) => repo.claimDueBotDeliveries(trx, free, token, this.#o.leaseMs));
+    for (const delivery of claimed) {
+      const attempt = this.#attempt(delivery, token).catch((err: unknown) =>
+        this.#o.logger.error({ err, delivery: delivery.id }, 'a bot delivery could not record its outcome; its lease runs out and it is retried'),
+      );
+      this.#inFlight.add(attempt);
+      void attempt.finally(() => {
+        this.#inFlight.delete(attempt);
+        if (claimed.length === free) this.wake();
+      });
+    }
+  }
+
+  async #attempt(delivery: repo.ClaimedBotDelivery, token: string): Promise<void> {
+    let outcome: Outcome;
+    try {
+      outcome =
+        delivery.bot.kind === 'webhook'
+          ? await this.#transport.post(delivery.bot.webhook_url!, signedHeaders(delivery.event_id, delivery.body, [delivery.bot.secret]), delivery.body)
+          : await this.#runBuiltIn(delivery);
+    } catch (err) {
+      this.#o.logger.warn({ err, delivery: delivery.id, bot: delivery.bot_id }, 'a built-in bot failed; the delivery is retried');
+      outcome = { statusCode: null, error: err instanceof Error ? err.message : String(err) };
+    }
+    const retryInMs = this.#o.retryDelaysMs[delivery.retry_step];
+    const recorded = await this.#o.database.asSystem(async (trx) => {
+      if (outcome.error === null) return repo.recordBotSuccess(trx, delivery.id, token, outcome.statusCode);
+      return repo.recordBotFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
+    });
+    // Counted once committed, and only while this instance still held the delivery.
+    if (recorded) this.#outcomeCounter?.inc({ outcome: outcome.error === null ? 'delivered' : retryInMs === undefined ? 'failed_final' : 'failed_retrying' });
+    // A retry is due later: the poll finds it.
+  }
+
+  /** The faq or llm bot's answer to one visitor message, sent as the bot. */
+  async #runBuiltIn(delivery: repo.ClaimedBotDelivery): Promise<Outcome> {
+    const bot = delivery.bot;
+    const asBot: Principal = { kind: 'api_key', keyId: bot.id, tenantId: delivery.tenant_id, scopes: ['bot'], botId: bot.id };
+    const { messages, conversations } = this.#o.services;
+    const conversationId = delivery.conversation_id;
+    const text = (JSON.parse(delivery.body) as { data: { message: { content: string } } }).data.message.content;
+    const reply = (content: string) => messages.send(asBot, { conversation_id: conversationId, content }, `bot-reply:${delivery.event_id}`);
+    const handoff = (note: string) => conversations.handoff(asBot, conversationId, { note });
+    let action: Promise<unknown>;
+    if (bot.kind === 'faq') {
+      const decision = decideFaq(text, await this.#cannedResponses(asBot));
+      action =
+        decision.kind === 'answer'
+          ? reply(decision.entry.content)
+          : handoff(decision.reason === 'asked_for_person' ? 'The visitor asked for a person.' : 'The FAQ bot found no answer.');
+    } else {
+      const settings = llmSettingsOf(bot);
+      if (!settings) {
+        action = handoff('The LLM bot has no settings.');
+      } else {
+        const history = (await messages.list(asBot, conversationId, { limit: LLM_CONTEXT_MESSAGES })).data.reverse();
+        const turns: ChatTurn[] = [{ role: 'system', content: settings.system_prompt ?? DEFAULT_SYSTEM_PROMPT }];
+        for (const m of history) {
+          if (m.internal || m.type === 'system' || m.type === 'survey') continue;
+          turns.push({ role: m.sender_type === 'visitor' ? 'user' : 'assistant', content: m.content });
+        }
+        const answer = await this.#llm.complete({ ...settings, timeout_ms: settings.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS }, turns);
+        action = answer.kind === 'reply' ? reply(answer.content) : handoff(`The LLM bot handed off: ${answer.reason}.`);
+      }
+    }
+    try {
+      await action;
+    } catch (err) {
+      // The conversation moved on meanwhile (handed off, closed, deleted): nothing is left to answer.
+      if (err instanceof AppError && ['ERR_FORBIDDEN', 'ERR_CONFLICT', 'ERR_CONVERSATION_CLOSED', 'ERR_NOT_FOUND'].includes(err.code)) {
+        return { statusCode: null, error: null };
+      }
+      throw err;
+    }
+    return { statusCode: null, error: null };
+  }
+
+  async #cannedResponses(asBot: Principal): Promise<FaqEntry[]> {
+    const entries: FaqEntry[] = [];
+    // Up to 1,000 responses: an FAQ larger than that wants a search index, not this loop.
+    for (let offset = 0; offset < 1000; offset += 100) {
+      const page = await this.#o.services.cannedResponses.list(asBot, { limit: 100, offset });
+      entries.push(...page.data);
+      if (!page.pagination.has_more) break;
+    }
+    return entries;
+  }
+}

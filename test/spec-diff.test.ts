@@ -1,0 +1,142 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import request from 'supertest';
+import { stringify } from 'yaml';
+import { loadContract } from '../src/http/contract.ts';
+import { getHarness } from './support/harness.ts';
+
+// npm run spec:diff on copies of the contract, changed as a pull request would change it.
+describe('npm run spec:diff', function () {
+  this.timeout(60_000);
+  const dir = mkdtempSync(join(tmpdir(), 'chat-spec-diff-'));
+  const original = loadContract().document;
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const daysFromNow = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
+  let n = 0;
+  function diff(change: (doc: Record<string, any>) => void, base: (doc: Record<string, any>) => void = () => undefined) {
+    const before = structuredClone(original);
+    base(before);
+    const after = structuredClone(before);
+    change(after);
+    const [b, a] = [join(dir, `before-${++n}.yaml`), join(dir, `after-${n}.yaml`)];
+    writeFileSync(b, stringify(before));
+    writeFileSync(a, stringify(after));
+    const run = spawnSync(process.execPath, ['scripts/spec-diff.ts', '--before', b, '--after', a], { encoding: 'utf8' });
+    return { status: run.status, out: run.stdout + run.stderr };
+  }
+  const schemas = (doc: Record<string, any>) => doc.components.schemas;
+
+  it('fails on a removed response field, naming each operation that answers it', () => {
+    const { status, out } = diff((doc) => {
+      delete schemas(doc).TokenPair.properties.expires_in;
+      schemas(doc).TokenPair.required = schemas(doc).TokenPair.required.filter((f: string) => f !== 'expires_in');
+    });
+    expect(status, out).to.equal(1);
+    expect(out).to.match(/POST \/v1\/auth\/login \(login\)\n(.*\n)*? {2}breaking +\[Removed\] .* at responses\.200\.content\.application\/json\.schema\.properties\.expires_in/);
+    expect(out).to.contain('POST /v1/auth/refresh (refreshToken)');
+    expect(out).to.match(/FAIL \d+ breaking change\(s\) under \/v1 not announced/);
+  });
+
+  it('fails on a new required request field', () => {
+    const { status, out } = diff((doc) => {
+      schemas(doc).LoginRequest.properties.otp = { type: 'string' };
+      schemas(doc).LoginRequest.required.push('otp');
+    });
+    expect(status, out).to.equal(1);
+    expect(out).to.match(/POST \/v1\/auth\/login \(login\)\n(.*\n)*? {2}breaking +\[Added\] required status to `otp`/);
+  });
+
+  it('passes a new event type and a new event in the union (open sets), and fails a new value of a closed response enum', () => {
+    const grown = diff((doc) => {
+      schemas(doc).EventType.enum.splice(1, 0, 'conversation.snoozed');
+      schemas(doc).ApiKeyScope.enum.splice(2, 0, 'snoozes:read');
+      schemas(doc).Event.oneOf.splice(1, 0, { $ref: '#/components/schemas/WebhookTestEvent' });
+    });
+    expect(grown.status, grown.out).to.equal(0);
+    expect(grown.out).to.contain('(an open set grew: x-extensible)');
+    expect(grown.out).not.to.match(/ breaking +\[/);
+
+    const closed = diff((doc) => {
+      schemas(doc).ConversationStatus.enum.splice(1, 0, 'snoozed');
+    });
+    expect(closed.status, closed.out).to.equal(1);
+    expect(closed.out).to.match(/GET \/v1\/conversations \(listConversations\)\n(.*\n)*? {2}breaking +\[Replaced\] possible values/);
+  });
+
+  it('fails on a removed operation', () => {
+    const { status, out } = diff((doc) => {
+      delete doc.paths['/v1/auth/logout'];
+    });
+    expect(status, out).to.equal(1);
+    expect(out).to.match(/POST \/v1\/auth\/logout \(logout\)\n {2}breaking +\[Removed\] operation POST \/v1\/auth\/logout/);
+  });
+
+  it('passes an added optional request field, reported as non-breaking', () => {
+    const { status, out } = diff((doc) => {
+      schemas(doc).LoginRequest.properties.remember_me = { type: 'boolean', default: false };
+    });
+    expect(status, out).to.equal(0);
+    expect(out).to.match(/POST \/v1\/auth\/login \(login\)\n {2}non-breaking +\[Added\] property `remember_me`/);
+    expect(out).to.contain('0 breaking');
+    expect(out).not.to.contain('FAIL');
+  });
+
+  it('passes a deprecation with six months notice; fails one with less, or without dates', () => {
+    const deprecate = (sunsetDays: number | undefined) => (doc: Record<string, any>) => {
+      Object.assign(doc.paths['/v1/auth/logout'].post, { deprecated: true, ...(sunsetDays === undefined ? {} : { 'x-deprecated-at': daysFromNow(0), 'x-sunset': daysFromNow(sunsetDays) }) });
+    };
+    const ok = diff(deprecate(200));
+    expect(ok.status, ok.out).to.equal(0);
+    expect(ok.out).to.match(/deprecated +\[Added\] deprecated status/);
+    const soon = diff(deprecate(30));
+    expect(soon.status, soon.out).to.equal(1);
+    expect(soon.out).to.match(/FAIL POST \/v1\/auth\/logout \(logout\): newly deprecated with x-sunset .*less than six months ahead/);
+    const undated = diff(deprecate(undefined));
+    expect(undated.status, undated.out).to.equal(1);
+    expect(undated.out).to.contain('newly deprecated without x-deprecated-at and x-sunset');
+  });
+
+  it('passes removing an operation whose announced sunset has passed, and says why', () => {
+    const { status, out } = diff(
+      (doc) => {
+        delete doc.paths['/v1/auth/logout'];
+      },
+      (doc) => Object.assign(doc.paths['/v1/auth/logout'].post, { deprecated: true, 'x-deprecated-at': daysFromNow(-200), 'x-sunset': daysFromNow(-1) }),
+    );
+    expect(status, out).to.equal(0);
+    expect(out).to.match(/POST \/v1\/auth\/logout \(logout\) {2}\[intended: deprecated, sunset .* passed\]/);
+  });
+
+  it('compares the working tree with a git ref by default (no change here: the same file)', () => {
+    const run = spawnSync(process.execPath, ['scripts/spec-diff.ts', 'HEAD'], { encoding: 'utf8' });
+    expect(run.stdout).to.match(/contract changes: openapi\/chat\.yaml at \w+ \(given\)/);
+  });
+});
+
+describe('a deprecated operation', () => {
+  it('answers with Deprecation and Sunset headers from its x-deprecated-at and x-sunset', async () => {
+    const document = structuredClone(loadContract().document);
+    Object.assign(document.paths['/health'].get, { deprecated: true, 'x-deprecated-at': '2026-11-22', 'x-sunset': '2027-06-01' });
+    const app = (await getHarness()).appWith({ contract: loadContract(document) });
+    const res = await request(app).get('/api/health').expect(200);
+    expect(res.headers.deprecation).to.equal(`@${Date.UTC(2026, 10, 22) / 1000}`);
+    expect(res.headers.sunset).to.equal('Tue, 01 Jun 2027 00:00:00 GMT');
+    const plain = await request((await getHarness()).app).get('/api/health').expect(200);
+    expect(plain.headers).not.to.have.property('deprecation');
+  });
+
+  it('must say when it was deprecated and when it goes, as dates, or the contract does not load', () => {
+    const marked = (marks: Record<string, unknown>) => {
+      const document = structuredClone(loadContract().document);
+      Object.assign(document.paths['/health'].get, marks);
+      return () => loadContract(document);
+    };
+    expect(marked({ deprecated: true })).to.throw(/GET \/health: a deprecated operation needs x-deprecated-at as a date/);
+    expect(marked({ deprecated: true, 'x-deprecated-at': '2026-11-22', 'x-sunset': 'soon' })).to.throw(/x-sunset as a date/);
+    expect(marked({ 'x-sunset': '2027-06-01' })).to.throw(/belong to an operation with deprecated: true/);
+  });
+});
