@@ -22,30 +22,51 @@ select
   events.txid::text as "txid_text",
   events.txid < (
     (
+      with
+        locks as materialized (
+          select
+            locktype,
+            granted,
+            transactionid,
+            pid,
+            classid,
+            objid,
+            objsubid,
+            database
+          from
+            pg_locks
+          where
+            (
+              locktype = 'transactionid'
+              and granted
+            )
+            or (
+              locktype = 'advisory'
+              and classid = $1::oid
+              and objsubid = 2
+            )
+        )
       select
-        coalesce(min(x), pg_snapshot_xmax($1::pg_snapshot))::text
+        coalesce(min(x), pg_snapshot_xmax($2::pg_snapshot))::text
       from
-        pg_snapshot_xip($2::pg_snapshot) as x
+        pg_snapshot_xip($3::pg_snapshot) as x
       where
         not exists (
           select
             1
           from
-            pg_locks t
+            locks t
           where
             t.locktype = 'transactionid'
-            and t.granted
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select
                 1
               from
-                pg_locks w
+                locks w
               where
                 w.locktype = 'advisory'
                 and w.pid = t.pid
-                and w.classid = $3::oid
-                and w.objsubid = 2
                 and w.database = (
                   select
                     oid
@@ -109,30 +130,51 @@ from
 where
   events.txid < (
     (
+      with
+        locks as materialized (
+          select
+            locktype,
+            granted,
+            transactionid,
+            pid,
+            classid,
+            objid,
+            objsubid,
+            database
+          from
+            pg_locks
+          where
+            (
+              locktype = 'transactionid'
+              and granted
+            )
+            or (
+              locktype = 'advisory'
+              and classid = $1::oid
+              and objsubid = 2
+            )
+        )
       select
-        coalesce(min(x), pg_snapshot_xmax($1::pg_snapshot))::text
+        coalesce(min(x), pg_snapshot_xmax($2::pg_snapshot))::text
       from
-        pg_snapshot_xip($2::pg_snapshot) as x
+        pg_snapshot_xip($3::pg_snapshot) as x
       where
         not exists (
           select
             1
           from
-            pg_locks t
+            locks t
           where
             t.locktype = 'transactionid'
-            and t.granted
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select
                 1
               from
-                pg_locks w
+                locks w
               where
                 w.locktype = 'advisory'
                 and w.pid = t.pid
-                and w.classid = $3::oid
-                and w.objsubid = 2
                 and w.database = (
                   select
                     oid

@@ -53,17 +53,27 @@ export interface FeedPage {
 
 export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenantId}) & 2147483647`;
 
-/** The lowest txid that may still commit events (of one tenant, or of any). Call after taking `snapshot`. */
+/**
+ * The lowest txid that may still commit events (of one tenant, or of any). Call after taking `snapshot`.
+ * The lock table is read once (`locks`): pg_locks calls pg_lock_status() at every reference, so reading it
+ * twice could see a writer's transaction lock in one reading and, the writer having committed in between,
+ * miss its writer lock in the other; the writer would then pass for a non-writer and the reader would move
+ * past events that commit after this statement's snapshot, skipping them for good.
+ */
 const horizon = (snapshot: string, tenantId: string | undefined) => sql<string>`(
+  with locks as materialized (
+    select locktype, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
+  )
   select coalesce(min(x), pg_snapshot_xmax(${snapshot}::pg_snapshot))::text
   from pg_snapshot_xip(${snapshot}::pg_snapshot) as x
   where not exists (
-    select 1 from pg_locks t
-    where t.locktype = 'transactionid' and t.granted
+    select 1 from locks t
+    where t.locktype = 'transactionid'
       and t.transactionid::text::bigint = x::text::bigint % 4294967296
       and not exists (
-        select 1 from pg_locks w
-        where w.locktype = 'advisory' and w.pid = t.pid and w.classid = ${EVENT_WRITER_LOCK}::oid and w.objsubid = 2
+        select 1 from locks w
+        where w.locktype = 'advisory' and w.pid = t.pid
           and w.database = (select oid from pg_database where datname = current_database())
           ${tenantId === undefined ? sql`` : sql`and w.objid = (${tenantLockKey(tenantId)})::oid`}
       )
