@@ -65,6 +65,7 @@ import { botHandlers } from './bots/bot.handlers.ts';
 import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
+import { keepRouteMatchers } from './http/route-matchers.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -252,6 +253,7 @@ function outcome(req: express.Request, res: express.Response) {
 // know the caller) in the place of its security step: after the operation is matched, before the
 // request is validated. The input guard and the undeclared-body check come last there: 401 and 403 before any 400.
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
+  keepRouteMatchers();
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
     // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking

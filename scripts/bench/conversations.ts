@@ -179,7 +179,8 @@ async function captureStatements(token: string, tenantId: string, conversationId
       if (!res.ok) throw new Error(`capture: ${res.status} ${await res.text()}`);
     }
     const start = sink.findLastIndex((s) => s.sql.startsWith('select set_config('));
-    return sink.slice(start);
+    // The baseline begins and commits itself: a captured commit replayed would be a round trip more.
+    return sink.slice(start).filter((s) => !/^\s*(commit|rollback)\s*$/i.test(s.sql));
   };
   // A list page's ideal is the tenant and the page query alone: no total.
   const pageOnly = (statements: { sql: string; params: unknown[] }[]) =>
