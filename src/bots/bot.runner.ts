@@ -157,10 +157,10 @@ export class BotRunner {
     return this.#o.database.asSystem(async (trx) => {
       let cursor = await repo.lockCursor(trx, BOT_CURSOR);
       if (!cursor) {
-        await repo.ensureCursor(trx, BOT_CURSOR, await feedHead(trx));
+        await repo.ensureCursor(trx, BOT_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
         cursor = (await repo.lockCursor(trx, BOT_CURSOR))!;
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
       const last = page.rows.at(-1);
       if (!last) return { read: 0, queued: 0, more: false, heldBack: page.heldBack };
       const relevant = page.rows.filter(

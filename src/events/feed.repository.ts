@@ -19,6 +19,9 @@ import type { EventPayloads, EventType } from './outbox.ts';
  * when it has finished in between (it may have been a writer: the next read sees its events). A transaction
  * that writes no events — a migration, a bulk import, another database's work, a client idle in a
  * transaction — never delays delivery.
+ *
+ * `serial`: the database runs one transaction at a time (PGlite, src/db/pglite-pool.ts). While the reader's
+ * transaction runs, every other one has ended, so everything visible is final: there is no horizon to find.
  */
 
 export interface FeedPosition {
@@ -93,10 +96,11 @@ async function takeSnapshot(trx: Tx): Promise<string> {
  */
 export async function readFeed(
   trx: Tx,
-  options: { tenantId?: string; after: FeedPosition; upTo?: FeedPosition; limit: number },
+  options: { tenantId?: string; after: FeedPosition; upTo?: FeedPosition; limit: number; serial?: boolean },
 ): Promise<FeedPage> {
   const { after, upTo } = options;
-  const ready = upTo ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), options.tenantId)})::xid8`;
+  const ready =
+    upTo || options.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), options.tenantId)})::xid8`;
   let query = trx
     .selectFrom('events')
     .select([
@@ -127,12 +131,9 @@ export async function readFeed(
 }
 
 /** The last position no running writer can precede: a new reader that starts here misses nothing after it. */
-export async function feedHead(trx: Tx, tenantId?: string): Promise<FeedPosition> {
-  const snapshot = await takeSnapshot(trx);
-  let query = trx
-    .selectFrom('events')
-    .select([sql<string>`events.txid::text`.as('txid_text'), 'position'])
-    .where(sql<boolean>`events.txid < (${horizon(snapshot, tenantId)})::xid8`);
+export async function feedHead(trx: Tx, tenantId?: string, options: { serial?: boolean } = {}): Promise<FeedPosition> {
+  let query = trx.selectFrom('events').select([sql<string>`events.txid::text`.as('txid_text'), 'position']);
+  if (!options.serial) query = query.where(sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), tenantId)})::xid8`);
   if (tenantId !== undefined) query = query.where('tenant_id', '=', tenantId);
   const row = await query.orderBy(sql`events.txid desc`).orderBy(sql`events.position desc`).limit(1).executeTakeFirst();
   return row ? { txid: row.txid_text, position: Number(row.position) } : FEED_START;

@@ -220,10 +220,10 @@ export class WebhookDispatcher {
       let cursor = await repo.lockCursor(trx, WEBHOOK_CURSOR);
       if (!cursor) {
         // The first start reads from the head: endpoints get what happens after they exist.
-        await repo.ensureCursor(trx, WEBHOOK_CURSOR, await feedHead(trx));
+        await repo.ensureCursor(trx, WEBHOOK_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
         cursor = (await repo.lockCursor(trx, WEBHOOK_CURSOR))!;
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
       const last = page.rows.at(-1);
       if (!last) return { read: 0, inserted: 0, more: false, heldBack: page.heldBack };
       const endpoints = await repo.enabledWebhooksOf(trx, [...new Set(page.rows.map((r) => r.tenant_id))]);

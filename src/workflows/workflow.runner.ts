@@ -176,10 +176,10 @@ export class WorkflowRunner {
       let cursor = await repo.lockCursor(trx, WORKFLOW_CURSOR);
       if (!cursor) {
         // The first start reads from the head: workflows act on what happens after they exist.
-        await repo.ensureCursor(trx, WORKFLOW_CURSOR, await feedHead(trx));
+        await repo.ensureCursor(trx, WORKFLOW_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
         cursor = (await repo.lockCursor(trx, WORKFLOW_CURSOR))!;
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
       const last = page.rows.at(-1);
       if (!last) return { read: 0, inserted: 0, more: false, heldBack: page.heldBack };
       const triggering = page.rows.filter((r) => (TRIGGERS as string[]).includes(r.type));
