@@ -28,6 +28,11 @@ import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
 import { BotRunner } from './bots/bot.runner.ts';
 import { WorkflowRunner, idleJob } from './workflows/workflow.runner.ts';
+import { TenantInterest } from './events/tenant-interest.ts';
+import type { Tx } from './db/database.ts';
+import { tenantsWithEnabledWebhooks } from './webhooks/webhook.repository.ts';
+import { tenantsWithBots } from './bots/bot.repository.ts';
+import { tenantsWithEnabledWorkflows } from './workflows/workflow.repository.ts';
 
 export interface RunningService {
   server: Server;
@@ -138,7 +143,19 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   scheduler.start();
   const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
-  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics });
+  // Each reader of the feed is woken only by commits of tenants it has work for (src/events/tenant-interest.ts).
+  const interestIn = (load: (trx: Tx) => Promise<string[]>) =>
+    new TenantInterest(() => database.asSystem(load), { onError: (err) => logger.warn({ err }, 'could not read which tenants the feed readers serve') });
+  const interest = {
+    webhooks: interestIn(tenantsWithEnabledWebhooks),
+    bots: interestIn(tenantsWithBots),
+    workflows: interestIn(tenantsWithEnabledWorkflows),
+  };
+  services.webhooks.onEndpointsChanged(() => interest.webhooks.changed());
+  services.bots.onBotsChanged(() => interest.bots.changed());
+  services.workflows.onWorkflowsChanged(() => interest.workflows.changed());
+  for (const each of Object.values(interest)) each.start();
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics, interest: interest.webhooks });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
   // Bots hear of their conversations through the same outbox, with the webhooks' address rule and timeout.
@@ -151,6 +168,7 @@ export async function startService(config: Config): Promise<RunningService> {
     pollMs: config.webhooks.pollMs,
     services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
     metrics,
+    interest: interest.bots,
   });
   bots.start();
   const workflows = new WorkflowRunner({
@@ -162,6 +180,7 @@ export async function startService(config: Config): Promise<RunningService> {
     allowPrivate: config.webhooks.allowPrivate,
     timeoutMs: config.webhooks.timeoutMs,
     metrics,
+    interest: interest.workflows,
   });
   workflows.start();
   const address = server.address();
@@ -174,6 +193,7 @@ export async function startService(config: Config): Promise<RunningService> {
     (stopping ??= (async () => {
       logger.info('shutting down');
       await scheduler.stop();
+      for (const each of Object.values(interest)) each.stop();
       await webhooks.stop();
       await bots.stop();
       await wakeups?.close();

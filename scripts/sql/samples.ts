@@ -121,6 +121,7 @@ export const samples: Record<string, Record<string, unknown>> = {
         now: NOW,
       },
     ],
+    tenantsWithBots: [],
     listBots: [PAGE],
     findBot: { cases: { read: ['bot'], lock: ['bot', { lock: true }] } },
     updateBot: ['bot', { name: 'n', enabled: false, settings: {} }, NOW],
@@ -319,6 +320,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     ensureCursor: ['webhooks', { txid: '1', position: 1 }],
     lockCursor: ['webhooks'],
     advanceCursor: ['webhooks', { txid: '2', position: 2 }],
+    tenantsWithEnabledWebhooks: [],
     enabledWebhooksOf: [['tn', 'tn2']],
     insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
     claimDueDeliveries: [10, 'token', 15_000],
@@ -337,6 +339,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     insertWorkflow: [
       { id: 'wf', tenant_id: 'tn', name: 'n', enabled: true, trigger_type: 'conversation.closed', trigger: { type: 'conversation.closed' }, conditions: [], actions: [{ type: 'close' }], secret: 'whsec_x', now: NOW },
     ],
+    tenantsWithEnabledWorkflows: [],
     listWorkflows: [PAGE],
     findWorkflow: ['wf'],
     updateWorkflow: ['wf', { enabled: false, trigger: { type: 'conversation.created' }, trigger_type: 'conversation.created', actions: [{ type: 'close' }] }, NOW],

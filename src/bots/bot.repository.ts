@@ -31,6 +31,12 @@ export async function insertBot(
     .executeTakeFirstOrThrow();
 }
 
+/** The tenants with a bot, deleted ones included: their conversations may still be the bot's (the runner's TenantInterest). */
+export async function tenantsWithBots(trx: Tx): Promise<string[]> {
+  const rows = await trx.selectFrom('bots').select('tenant_id').distinct().execute();
+  return rows.map((r) => r.tenant_id);
+}
+
 export async function listBots(trx: Tx, page: { limit: number; offset: number }) {
   return offsetPage(trx.selectFrom('bots').selectAll().orderBy('created_at').orderBy('id'), page);
 }

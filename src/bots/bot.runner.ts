@@ -16,6 +16,7 @@ import * as repo from './bot.repository.ts';
 import { DEFAULT_LLM_TIMEOUT_MS, llmSettingsOf } from './bot.service.ts';
 import { type FaqEntry, decideFaq } from './faq.ts';
 import { type ChatTurn, DEFAULT_SYSTEM_PROMPT, type LlmClient, createLlmClient } from './llm.client.ts';
+import type { TenantInterest } from '../events/tenant-interest.ts';
 
 /** The runner's row in feed_cursors. */
 export const BOT_CURSOR = 'bots';
@@ -39,6 +40,8 @@ export interface BotRunnerOptions {
   pollMs?: number;
   leaseMs?: number;
   batch?: number;
+  /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
+  interest?: TenantInterest | undefined;
   /** Replaces the HTTP transports (tests). */
   transport?: Transport;
   llm?: LlmClient;
@@ -71,13 +74,14 @@ function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */
 export class BotRunner {
-  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics'>>;
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest'>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #llm: LlmClient;
   readonly #own: boolean[];
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
+  readonly #interest: TenantInterest | undefined;
   #stopped = false;
   #running: Promise<void> | undefined;
   #again = false;
@@ -102,12 +106,13 @@ export class BotRunner {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
+    this.#interest = options.interest;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
   start(): void {
     if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    this.#unsubscribe = this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake());
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
   }

@@ -62,6 +62,8 @@ export class BotService {
   readonly #database: Database;
   readonly #policy: WebhookPolicy;
 
+  readonly #changeListeners = new Set<() => void>();
+
   constructor(deps: { database: Database; policy: WebhookPolicy }) {
     this.#database = deps.database;
     this.#policy = deps.policy;
@@ -79,6 +81,12 @@ export class BotService {
     return { data: rows.map(toBotDto), pagination: pageOf(total, page, rows.length) };
   }
 
+  /** Told after a bot was created through this instance (the runner's TenantInterest). */
+  onBotsChanged(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
   async get(principal: Principal, id: string): Promise<S['Bot']> {
     const bot = await this.#database.withTenant(principal.tenantId, (trx) => repo.findBot(trx, id));
     if (!bot) throw notFound('Bot');
@@ -93,7 +101,7 @@ export class BotService {
     this.#checkUrl('webhook_url', input.webhook_url);
     this.#checkUrl('avatar_url', input.avatar_url);
     this.#checkUrl('llm/base_url', input.llm?.base_url);
-    return this.#database.withTenant(user.tenantId, async (trx) => {
+    const created = await this.#database.withTenant(user.tenantId, async (trx) => {
       if (input.handoff_department_id && !(await repo.departmentExists(trx, input.handoff_department_id))) throw invalidDepartment();
       const bot = await repo.insertBot(trx, {
         id: newId('bot'),
@@ -111,6 +119,8 @@ export class BotService {
       const apiKey = await createBotKey(trx, bot, user.userId);
       return { ...toBotDto(bot), api_key: apiKey, secret: bot.secret };
     });
+    for (const listener of this.#changeListeners) listener();
+    return created;
   }
 
   async update(principal: Principal, id: string, input: S['BotUpdate']): Promise<S['Bot']> {

@@ -11,6 +11,7 @@ import { newId } from '../shared/ids.ts';
 import * as repo from './webhook.repository.ts';
 import type { RedisDispatchWakeups } from './webhook.wakeups.ts';
 import { type PostOutcome, type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
+import type { TenantInterest } from '../events/tenant-interest.ts';
 
 export const DEFAULT_RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000];
 const DAY_MS = 24 * 3_600_000;
@@ -36,6 +37,8 @@ export interface DispatcherOptions {
   disableAfterMs?: number;
   /** Events read per fan-out transaction. */
   batch?: number;
+  /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
+  interest?: TenantInterest | undefined;
   /** Replaces the HTTP transport (the benchmark and tests count on it). */
   transport?: Transport;
   /** With several instances (Redis): commits elsewhere wake this dispatcher, and its commits wake theirs. */
@@ -92,12 +95,13 @@ export const WEBHOOK_CURSOR = 'webhooks';
  * when the lease runs out the delivery is claimed again (same webhook-id), so a crash means a retry.
  */
 export class WebhookDispatcher {
-  readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups' | 'metrics'>>;
+  readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups' | 'metrics' | 'interest'>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #wakeups: DispatcherOptions['wakeups'];
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
   #timer: NodeJS.Timeout | undefined;
+  readonly #interest: TenantInterest | undefined;
   #unsubscribe: (() => void) | undefined;
   #stopped = false;
   #fanning: Promise<void> | undefined;
@@ -145,6 +149,7 @@ export class WebhookDispatcher {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
     this.#wakeups = options.wakeups;
+    this.#interest = options.interest;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
@@ -154,7 +159,7 @@ export class WebhookDispatcher {
    */
   start(): void {
     if (this.#timer || this.#stopped) return;
-    const unsubscribe = [this.#o.bus.subscribe(() => this.wake())];
+    const unsubscribe = [this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake())];
     if (this.#wakeups) unsubscribe.push(this.#wakeups.relay(this.#o.bus), this.#wakeups.subscribe(() => this.wake()));
     this.#unsubscribe = () => {
       for (const u of unsubscribe) u();

@@ -188,6 +188,14 @@ set
 where
   "name" = $3;
 
+-- webhook.tenantsWithEnabledWebhooks
+select distinct
+  "tenant_id"
+from
+  "webhooks"
+where
+  "enabled" = $1;
+
 -- webhook.enabledWebhooksOf
 select
   "id",

@@ -115,6 +115,12 @@ export async function advanceCursor(trx: Tx, name: string, to: FeedPosition) {
     .execute();
 }
 
+/** The tenants with an enabled endpoint (the dispatcher's TenantInterest; read as the system role). */
+export async function tenantsWithEnabledWebhooks(trx: Tx): Promise<string[]> {
+  const rows = await trx.selectFrom('webhooks').select('tenant_id').distinct().where('enabled', '=', true).execute();
+  return rows.map((r) => r.tenant_id);
+}
+
 export async function enabledWebhooksOf(trx: Tx, tenantIds: string[]) {
   if (tenantIds.length === 0) return [];
   return trx

@@ -20,6 +20,14 @@ values
 returning
   *;
 
+-- workflow.tenantsWithEnabledWorkflows
+select distinct
+  "tenant_id"
+from
+  "workflows"
+where
+  "enabled" = $1;
+
 -- workflow.listWorkflows [1/2]
 select
   *

@@ -39,6 +39,12 @@ export async function insertWorkflow(
     .executeTakeFirstOrThrow();
 }
 
+/** The tenants with an enabled workflow (the runner's TenantInterest; read as the system role). */
+export async function tenantsWithEnabledWorkflows(trx: Tx): Promise<string[]> {
+  const rows = await trx.selectFrom('workflows').select('tenant_id').distinct().where('enabled', '=', true).execute();
+  return rows.map((r) => r.tenant_id);
+}
+
 export async function listWorkflows(trx: Tx, page: { limit: number; offset: number }) {
   return offsetPage(trx.selectFrom('workflows').selectAll().orderBy('created_at').orderBy('id'), page);
 }
