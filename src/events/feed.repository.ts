@@ -14,7 +14,8 @@ import type { EventPayloads, EventType } from './outbox.ts';
  * only events whose txid is below the horizon: the lowest txid that may still commit events. Only
  * transactions that write events hold it back. Every such transaction takes a shared advisory lock
  * (EVENT_WRITER_LOCK, keyed by its tenant) before it has a txid (`Database.withTenant(..., {eventWriter})`;
- * a trigger refuses an event insert without it). The reader takes its snapshot first, then looks at
+ * a trigger refuses an event insert without it). The reading statement's own snapshot (taken as it
+ * starts: `pg_current_snapshot()`, which is also what it sees of the events) comes first, then it looks at
  * pg_locks: a txid that the snapshot saw running is held back when its backend holds the writer lock, or
  * when it has finished in between (it may have been a writer: the next read sees its events). A transaction
  * that writes no events — a migration, a bulk import, another database's work, a client idle in a
@@ -57,19 +58,19 @@ export interface FeedPage {
 export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenantId}) & 2147483647`;
 
 /**
- * The lowest txid that may still commit events (of one tenant, or of any). Call after taking `snapshot`.
+ * The lowest txid that may still commit events (of one tenant, or of any), as the reading statement sees them.
  * The lock table is read once (`locks`): pg_locks calls pg_lock_status() at every reference, so reading it
  * twice could see a writer's transaction lock in one reading and, the writer having committed in between,
  * miss its writer lock in the other; the writer would then pass for a non-writer and the reader would move
  * past events that commit after this statement's snapshot, skipping them for good.
  */
-const horizon = (snapshot: string, tenantId: string | undefined) => sql<string>`(
+const horizon = (tenantId: string | undefined) => sql<string>`(
   with locks as materialized (
     select locktype, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
     where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
   )
-  select coalesce(min(x), pg_snapshot_xmax(${snapshot}::pg_snapshot))::text
-  from pg_snapshot_xip(${snapshot}::pg_snapshot) as x
+  select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
+  from pg_snapshot_xip(pg_current_snapshot()) as x
   where not exists (
     select 1 from locks t
     where t.locktype = 'transactionid'
@@ -83,11 +84,6 @@ const horizon = (snapshot: string, tenantId: string | undefined) => sql<string>`
   )
 )`;
 
-async function takeSnapshot(trx: Tx): Promise<string> {
-  const { rows } = await sql<{ snapshot: string }>`select pg_current_snapshot()::text as snapshot`.execute(trx);
-  return rows[0]!.snapshot;
-}
-
 /**
  * Events after `after`, in feed order, at most `limit`, none that a running writer could still precede.
  * With `upTo` (a position an earlier read reached), the events up to it: those were judged safe then.
@@ -100,7 +96,7 @@ export async function readFeed(
 ): Promise<FeedPage> {
   const { after, upTo } = options;
   const ready =
-    upTo || options.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), options.tenantId)})::xid8`;
+    upTo || options.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(options.tenantId)})::xid8`;
   let query = trx
     .selectFrom('events')
     .select([
@@ -133,7 +129,7 @@ export async function readFeed(
 /** The last position no running writer can precede: a new reader that starts here misses nothing after it. */
 export async function feedHead(trx: Tx, tenantId?: string, options: { serial?: boolean } = {}): Promise<FeedPosition> {
   let query = trx.selectFrom('events').select([sql<string>`events.txid::text`.as('txid_text'), 'position']);
-  if (!options.serial) query = query.where(sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), tenantId)})::xid8`);
+  if (!options.serial) query = query.where(sql<boolean>`events.txid < (${horizon(tenantId)})::xid8`);
   if (tenantId !== undefined) query = query.where('tenant_id', '=', tenantId);
   const row = await query.orderBy(sql`events.txid desc`).orderBy(sql`events.position desc`).limit(1).executeTakeFirst();
   return row ? { txid: row.txid_text, position: Number(row.position) } : FEED_START;
