@@ -165,7 +165,12 @@ export const samples: Record<string, Record<string, unknown>> = {
         now: NOW,
       },
     ],
-    updateConversation: ['conv', { status: 'closed', closed_at: NOW }, NOW],
+    updateConversation: {
+      cases: {
+        'a change': ['conv', { status: 'closed', closed_at: NOW }, NOW],
+        'a message counted': ['conv', { last_message: 'hi', last_message_at: NOW, last_activity_at: NOW }, NOW, { countMessage: true }],
+      },
+    },
     listConversations: {
       cases: {
         'first page': ['usr', {}, PAGE],
@@ -254,7 +259,7 @@ export const samples: Record<string, Record<string, unknown>> = {
         "the visitor's view, before a cursor": ['conv', { limit: 20, before: AFTER }, { publicOnly: true }],
       },
     },
-    countMessage: { cases: { 'by someone': [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: 'usr' }], 'by no one (system)': [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: null }] } },
+    countOwnMessage: [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: 'usr' }],
     upsertReadMark: [{ tenant_id: 'tn', conversation_id: 'conv', reader_id: 'usr', last_read_at: NOW }],
     claimIdempotencyKey: {
       cases: {

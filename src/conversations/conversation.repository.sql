@@ -87,7 +87,7 @@ values
     $15
   );
 
--- conversation.updateConversation
+-- conversation.updateConversation (a change)
 update "conversations"
 set
   "status" = $1,
@@ -95,6 +95,17 @@ set
   "updated_at" = $3
 where
   "id" = $4;
+
+-- conversation.updateConversation (a message counted)
+update "conversations"
+set
+  "last_message" = $1,
+  "last_message_at" = $2,
+  "last_activity_at" = $3,
+  "updated_at" = $4,
+  "message_count" = message_count + 1
+where
+  "id" = $5;
 
 -- conversation.listConversations (first page)
 select

@@ -76,10 +76,12 @@ export async function updateConversation(
     last_visitor_message_at: Date;
   }>,
   now: Date,
+  /** A message others will see as unread was added: its counter goes up in the same statement. */
+  options: { countMessage?: boolean } = {},
 ) {
   await trx
     .updateTable('conversations')
-    .set({ ...changes, updated_at: now })
+    .set({ ...changes, updated_at: now, ...(options.countMessage ? { message_count: sql<number>`message_count + 1` } : {}) })
     .where('id', '=', id)
     .execute();
 }
