@@ -103,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       WEBHOOK_TIMEOUT_MS: positiveInt(100, 60_000)({ default: 10_000, desc: 'a delivery attempt without a 2xx by then failed' }),
       WEBHOOK_RETRY_SCHEDULE: durationList({ default: [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000], desc: 'delays before each retry; after the last, failed' }),
       WEBHOOK_CONCURRENCY: positiveInt(1, 1000)({ default: 16, desc: 'delivery attempts in flight per instance' }),
+      WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt(1, 1000)({ default: 8, desc: 'attempts in flight to one slow endpoint (one that takes over a second or does not answer)' }),
       WEBHOOK_POLL_MS: positiveInt(50, 600_000)({ default: 1000, desc: 'how often an instance looks for due deliveries and unread events' }),
       METRICS_TOKEN: str({ default: '', desc: 'bearer token of GET /api/metrics; unset, the endpoint is off' }),
       METRICS_QUEUE_CACHE_MS: positiveInt(0, 60_000)({ default: 5_000, desc: 'how long a reading of the webhook, workflow and bot queues serves scrapes; 0 reads them at every scrape' }),
@@ -189,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       retryDelaysMs: e.WEBHOOK_RETRY_SCHEDULE,
       concurrency: e.WEBHOOK_CONCURRENCY,
+      endpointConcurrency: Math.min(e.WEBHOOK_ENDPOINT_CONCURRENCY, e.WEBHOOK_CONCURRENCY),
       pollMs: e.WEBHOOK_POLL_MS,
     },
     billing: {

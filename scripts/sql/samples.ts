@@ -328,7 +328,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     tenantsWithEnabledWebhooks: [],
     enabledWebhooksOf: [['tn', 'tn2']],
     insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
-    claimDueDeliveries: [10, 'token', 15_000],
+    claimDueDeliveries: { cases: { 'any endpoint': [10, 'token', 15_000], 'but slow ones at their cap': [10, 'token', 15_000, ['whk', 'whk2']] } },
     recordSuccess: ['whd', 'token', 200],
     recordSuccesses: [[{ id: 'whd', lockToken: 'token', statusCode: 200 }, { id: 'whd2', lockToken: 'token', statusCode: 204 }]],
     releaseClaims: [[{ id: 'whd', lockToken: 'token' }, { id: 'whd2', lockToken: 'token' }]],

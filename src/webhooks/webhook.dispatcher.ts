@@ -29,6 +29,12 @@ export interface DispatcherOptions {
   retryDelaysMs?: number[];
   /** Attempts in flight on this instance. */
   concurrency?: number;
+  /**
+   * Attempts in flight to one slow endpoint (its last attempt took over SLOW_ATTEMPT_MS or got no answer):
+   * an endpoint that hangs holds at most these slots, and the others go on. Fast endpoints have no cap.
+   * Default: half of `concurrency`.
+   */
+  endpointConcurrency?: number;
   /** How often to look for unread events and due deliveries without being woken (retries, other instances). */
   pollMs?: number;
   /** How long a claimed attempt holds its delivery; past it (the instance died) another attempt starts. */
@@ -55,6 +61,8 @@ const RECORD_BATCH = 500;
 const RECORD_DELAY_MS = 10;
 /** Claims are sized to last this long at the recent pace of attempts. */
 const CLAIM_AHEAD_MS = 150;
+/** An endpoint whose last attempt took longer than this (or the timeout's half, if less) is slow. */
+const SLOW_ATTEMPT_MS = 1000;
 const PACE_WINDOW_MS = 1000;
 
 interface Claim {
@@ -112,6 +120,11 @@ export class WebhookDispatcher {
   /** Claimed, not yet attempted, oldest first. */
   readonly #queue: Claim[] = [];
   readonly #inFlight = new Set<Promise<void>>();
+  /** Per endpoint: attempts in flight, claims queued, and whether its last attempt was slow. */
+  readonly #inFlightTo = new Map<string, number>();
+  readonly #queuedTo = new Map<string, number>();
+  readonly #slow = new Set<string>();
+  readonly #slowMs: number;
   /** Attempts made, not yet recorded. */
   readonly #outcomes: Outcome[] = [];
   /** Claims given back unattempted, not yet released. */
@@ -140,12 +153,14 @@ export class WebhookDispatcher {
       timeoutMs,
       retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
       concurrency: options.concurrency ?? 16,
+      endpointConcurrency: options.endpointConcurrency ?? Math.max(1, Math.floor((options.concurrency ?? 16) / 2)),
       pollMs: options.pollMs ?? 1000,
       leaseMs: options.leaseMs ?? timeoutMs + Math.max(2000, timeoutMs / 2),
       disableAfterMs: options.disableAfterMs ?? 5 * DAY_MS,
       batch: options.batch ?? 500,
     };
     this.#leaseMarginMs = Math.max(0, (this.#o.leaseMs - timeoutMs) / 2);
+    this.#slowMs = Math.min(SLOW_ATTEMPT_MS, timeoutMs / 2);
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
     this.#wakeups = options.wakeups;
@@ -185,6 +200,7 @@ export class WebhookDispatcher {
     await this.#syncing;
     // What was claimed and not started goes back at once rather than when its lease runs out.
     this.#released.push(...this.#queue.splice(0));
+    this.#queuedTo.clear();
     await Promise.allSettled([...this.#inFlight]);
     this.#syncFailed = false;
     this.#wakeSync();
@@ -296,8 +312,21 @@ export class WebhookDispatcher {
    */
   #wanted(): number {
     const target = Math.min(64 * this.#o.concurrency, Math.max(4 * this.#o.concurrency, Math.ceil((this.#pace() * CLAIM_AHEAD_MS) / 1000)));
-    if (this.#stopped || !this.#dueMaybe || this.#queue.length >= target / 2) return 0;
-    return target - this.#inFlight.size - this.#queue.length;
+    // Claims of a slow endpoint at its cap cannot start soon: they leave room for other endpoints'.
+    const startable = this.#queue.length - this.#blocked().reduce((n, id) => n + (this.#queuedTo.get(id) ?? 0), 0);
+    if (this.#stopped || !this.#dueMaybe || startable >= target / 2) return 0;
+    return target - this.#inFlight.size - startable;
+  }
+
+  /** Slow endpoints with all their slots in use: no attempt of theirs starts, no claim of theirs is made. */
+  #blocked(): string[] {
+    const blocked: string[] = [];
+    for (const id of this.#slow) if ((this.#inFlightTo.get(id) ?? 0) >= this.#o.endpointConcurrency) blocked.push(id);
+    return blocked;
+  }
+
+  #isBlocked(webhookId: string): boolean {
+    return this.#slow.has(webhookId) && (this.#inFlightTo.get(webhookId) ?? 0) >= this.#o.endpointConcurrency;
   }
 
   /** Attempts ended per second, over the last PACE_WINDOW_MS or so. */
@@ -351,7 +380,7 @@ export class WebhookDispatcher {
       try {
         pass = await this.#o.database.asSystem(async (trx) => {
           const recorded = await this.#record(trx, outcomes, released);
-          const claimed = wanted > 0 ? await repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs) : [];
+          const claimed = wanted > 0 ? await repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs, this.#blocked()) : [];
           return { claimed, recorded };
         });
       } catch (err) {
@@ -364,7 +393,10 @@ export class WebhookDispatcher {
         return;
       }
       if (wanted > 0 && pass.claimed.length === wanted) this.#dueMaybe = true;
-      for (const delivery of pass.claimed) this.#queue.push({ delivery, token, claimedAt });
+      for (const delivery of pass.claimed) {
+        this.#queue.push({ delivery, token, claimedAt });
+        bump(this.#queuedTo, delivery.webhook_id, 1);
+      }
       this.#startAttempts();
       // Counted once committed: a pass that failed recorded nothing.
       for (const [outcome, n] of Object.entries(pass.recorded.counts)) if (n > 0) this.#outcomeCounter?.inc({ outcome }, n);
@@ -376,23 +408,38 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Fills free slots from the queue. */
+  /** Fills free slots from the queue, oldest claim first, passing over slow endpoints at their cap. */
   #startAttempts(): void {
-    while (this.#inFlight.size < this.#o.concurrency && this.#queue.length > 0) {
+    // An attempt must end (timeout included) well within its lease, or another instance could start the
+    // same delivery while this one still waits for an answer: claims too old for that go back. The queue
+    // is in the order of the claims, so they are at its front.
+    const latest = performance.now() - (this.#o.leaseMs - this.#o.timeoutMs - this.#leaseMarginMs);
+    let released = false;
+    while (this.#queue.length > 0 && (this.#stopped || this.#queue[0]!.claimedAt < latest)) {
       const claim = this.#queue.shift()!;
-      // An attempt must end (timeout included) well within its lease, or another instance could start the
-      // same delivery while this one still waits for an answer.
-      if (this.#stopped || performance.now() - claim.claimedAt > this.#o.leaseMs - this.#o.timeoutMs - this.#leaseMarginMs) {
-        this.#released.push(claim);
-        this.#wakeSync();
+      bump(this.#queuedTo, claim.delivery.webhook_id, -1);
+      this.#released.push(claim);
+      released = true;
+    }
+    if (released) this.#wakeSync();
+    for (let i = 0; this.#inFlight.size < this.#o.concurrency && i < this.#queue.length; ) {
+      const claim = this.#queue[i]!;
+      const webhookId = claim.delivery.webhook_id;
+      if (this.#isBlocked(webhookId)) {
+        i++;
         continue;
       }
+      if (i === 0) this.#queue.shift();
+      else this.#queue.splice(i, 1);
+      bump(this.#queuedTo, webhookId, -1);
+      bump(this.#inFlightTo, webhookId, 1);
       const attempt = this.#attempt(claim).catch((err: unknown) =>
         this.#o.logger.error({ err, delivery: claim.delivery.id }, 'a webhook attempt failed unexpectedly; its lease runs out and it is retried'),
       );
       this.#inFlight.add(attempt);
       void attempt.finally(() => {
         this.#inFlight.delete(attempt);
+        bump(this.#inFlightTo, webhookId, -1);
         this.#startAttempts();
       });
     }
@@ -402,7 +449,13 @@ export class WebhookDispatcher {
   async #attempt(claim: Claim): Promise<void> {
     const { delivery } = claim;
     const secrets = delivery.previous_secret ? [delivery.secret, delivery.previous_secret] : [delivery.secret];
+    const started = performance.now();
     const outcome = await this.#transport.post(delivery.url, signedHeaders(delivery.event_id, delivery.body, secrets), delivery.body);
+    if (performance.now() - started > this.#slowMs || outcome.statusCode === null) {
+      // Forgotten wholesale past a bound (endpoints deleted while slow are never answered fast again).
+      if (this.#slow.size >= 10_000) this.#slow.clear();
+      this.#slow.add(delivery.webhook_id);
+    } else this.#slow.delete(delivery.webhook_id);
     this.#paceCount++;
     this.#outcomes.push({ ...claim, outcome });
     this.#wakeSync();
@@ -468,4 +521,11 @@ function subscribed(endpoint: { id: string; events: string[]; created_at: Date }
   if (row.type === 'webhook.test') return (row.data as { webhook_id: string }).webhook_id === endpoint.id;
   if (row.created_at < endpoint.created_at) return false;
   return endpoint.events.includes('*') || endpoint.events.includes(row.type);
+}
+
+/** Adds `by` to a per-endpoint count, forgetting it at zero. */
+function bump(counts: Map<string, number>, webhookId: string, by: number): void {
+  const n = (counts.get(webhookId) ?? 0) + by;
+  if (n > 0) counts.set(webhookId, n);
+  else counts.delete(webhookId);
 }
