@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
@@ -66,6 +66,7 @@ import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
 import { keepRouteMatchers } from './http/route-matchers.ts';
+import { SecretBox } from './shared/secret-box.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -97,6 +98,11 @@ export interface AppDeps {
   files?: { storage: FileStorage; signingKey: Buffer | string };
   /** Where the app's metrics go (the service's one registry); undefined: a registry of its own. */
   metrics?: Metrics;
+  /**
+   * Seals secrets kept but never shown again (an llm bot's API key); the bot runner must open them with a
+   * box of the same key. Undefined: a key of this process alone (what it seals, no other process opens).
+   */
+  secrets?: SecretBox;
   /** A Stripe client to use instead of one made from the secret key (tests point it at a local server). */
   stripe?: Stripe;
 }
@@ -136,13 +142,16 @@ export function createServices(deps: AppDeps) {
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
-    bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false }, secrets: deps.secrets ?? processSecretBox() }),
     // A workflow's webhook action goes where a webhook endpoint may.
     workflows: new WorkflowService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+let processBox: SecretBox | undefined;
+const processSecretBox = () => (processBox ??= new SecretBox(randomBytes(32).toString('hex')));
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
   return buildApp(deps, options).app;

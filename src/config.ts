@@ -71,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       DATABASE_POOL_MAX: positiveInt(1, 1000)({ default: 10 }),
       REDIS_URL: url({ default: undefined }),
       JWT_SECRET: str({ default: '', desc: 'HS256 key for access tokens; required in production' }),
+      SECRETS_KEY: str({ default: '', desc: 'key material that seals stored secrets (an llm bot API key); unset: JWT_SECRET' }),
       BCRYPT_COST: positiveInt(4, 15)({ default: 12 }),
       PASSWORD_THREADS: positiveInt(0, 64)({ default: 0, desc: 'worker threads for password hashing; 0: one less than the cores' }),
       LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
@@ -149,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     databasePoolMax: e.DATABASE_POOL_MAX,
     redisUrl: e.REDIS_URL,
     jwtSecret: e.JWT_SECRET || undefined,
+    secretsKey: e.SECRETS_KEY || undefined,
     bcryptCost: e.BCRYPT_COST,
     // Hashing must leave a core to the event loop, or every request waits behind the logins.
     passwordThreads: e.PASSWORD_THREADS || Math.max(1, availableParallelism() - 1),

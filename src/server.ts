@@ -33,6 +33,7 @@ import type { Tx } from './db/database.ts';
 import { tenantsWithEnabledWebhooks } from './webhooks/webhook.repository.ts';
 import { tenantsWithBots } from './bots/bot.repository.ts';
 import { tenantsWithEnabledWorkflows } from './workflows/workflow.repository.ts';
+import { SecretBox } from './shared/secret-box.ts';
 
 export interface RunningService {
   server: Server;
@@ -57,6 +58,8 @@ export async function startService(config: Config): Promise<RunningService> {
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
   const jwtSecret = await resolveJwtSecret(config.jwtSecret, config.dataDir);
   const tokens = new TokenService(jwtSecret);
+  // What the service seals (an llm bot's API key) opens on every instance that has the same key.
+  const secrets = new SecretBox(config.secretsKey ?? jwtSecret);
   const storage = storageFromConfig(config);
   const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
@@ -92,6 +95,7 @@ export async function startService(config: Config): Promise<RunningService> {
     sessions,
     // Every instance derives the same key, so a link signed by one is served by any.
     files: { storage, signingKey: fileSigningKey(jwtSecret) },
+    secrets,
     metrics,
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
@@ -169,6 +173,7 @@ export async function startService(config: Config): Promise<RunningService> {
     services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
     metrics,
     interest: interest.bots,
+    secrets,
   });
   bots.start();
   const workflows = new WorkflowRunner({

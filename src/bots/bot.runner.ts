@@ -17,6 +17,7 @@ import { DEFAULT_LLM_TIMEOUT_MS, llmSettingsOf } from './bot.service.ts';
 import { type FaqEntry, decideFaq } from './faq.ts';
 import { type ChatTurn, DEFAULT_SYSTEM_PROMPT, type LlmClient, createLlmClient } from './llm.client.ts';
 import type { TenantInterest } from '../events/tenant-interest.ts';
+import { SealedSecretError, type SecretBox } from '../shared/secret-box.ts';
 
 /** The runner's row in feed_cursors. */
 export const BOT_CURSOR = 'bots';
@@ -42,6 +43,8 @@ export interface BotRunnerOptions {
   batch?: number;
   /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
   interest?: TenantInterest | undefined;
+  /** Opens an llm bot's sealed API key: a box of the key the BotService sealed it with. */
+  secrets: SecretBox;
   /** Replaces the HTTP transports (tests). */
   transport?: Transport;
   llm?: LlmClient;
@@ -74,7 +77,7 @@ function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */
 export class BotRunner {
-  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest'>>;
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest' | 'secrets'>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #llm: LlmClient;
@@ -82,6 +85,7 @@ export class BotRunner {
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
   readonly #interest: TenantInterest | undefined;
+  readonly #secrets: SecretBox;
   #stopped = false;
   #running: Promise<void> | undefined;
   #again = false;
@@ -107,6 +111,7 @@ export class BotRunner {
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
     this.#interest = options.interest;
+    this.#secrets = options.secrets;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
@@ -253,8 +258,11 @@ export class BotRunner {
           : handoff(decision.reason === 'asked_for_person' ? 'The visitor asked for a person.' : 'The FAQ bot found no answer.');
     } else {
       const settings = llmSettingsOf(bot);
+      const apiKey = settings && this.#openApiKey(settings.api_key, bot.id);
       if (!settings) {
         action = handoff('The LLM bot has no settings.');
+      } else if (apiKey === undefined) {
+        action = handoff('The LLM bot cannot read its API key.');
       } else {
         const history = (await messages.list(asBot, conversationId, { limit: LLM_CONTEXT_MESSAGES })).data.reverse();
         const turns: ChatTurn[] = [{ role: 'system', content: settings.system_prompt ?? DEFAULT_SYSTEM_PROMPT }];
@@ -262,7 +270,7 @@ export class BotRunner {
           if (m.internal || m.type === 'system' || m.type === 'survey') continue;
           turns.push({ role: m.sender_type === 'visitor' ? 'user' : 'assistant', content: m.content });
         }
-        const answer = await this.#llm.complete({ ...settings, timeout_ms: settings.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS }, turns);
+        const answer = await this.#llm.complete({ ...settings, api_key: apiKey, timeout_ms: settings.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS }, turns);
         action = answer.kind === 'reply' ? reply(answer.content) : handoff(`The LLM bot handed off: ${answer.reason}.`);
       }
     }
@@ -276,6 +284,17 @@ export class BotRunner {
       throw err;
     }
     return { statusCode: null, error: null };
+  }
+
+  /** The key in the clear, or undefined when it was sealed under another key (SECRETS_KEY changed). */
+  #openApiKey(stored: string, botId: string): string | undefined {
+    try {
+      return this.#secrets.open(stored);
+    } catch (err) {
+      if (!(err instanceof SealedSecretError)) throw err;
+      this.#o.logger.error({ err, bot: botId }, 'an llm bot cannot open its API key: set it again (PATCH /v1/bots/{id}) or restore the SECRETS_KEY it was sealed with');
+      return undefined;
+    }
   }
 
   async #cannedResponses(asBot: Principal): Promise<FaqEntry[]> {

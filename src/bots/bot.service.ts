@@ -8,12 +8,13 @@ import { pageOf } from '../shared/pagination.ts';
 import type { Principal, UserPrincipal } from '../shared/principal.ts';
 import { type WebhookPolicy, newWebhookSecret, urlRefusal } from '../webhooks/webhook.service.ts';
 import * as repo from './bot.repository.ts';
+import type { SecretBox } from '../shared/secret-box.ts';
 
 type S = components['schemas'];
 
 export const DEFAULT_LLM_TIMEOUT_MS = 5000;
 
-/** What an `llm` bot keeps in its settings; api_key is written here and never answered. */
+/** What an `llm` bot keeps in its settings; api_key is stored sealed (src/shared/secret-box.ts) and never answered. */
 export interface LlmSettings {
   base_url: string;
   model: string;
@@ -61,12 +62,14 @@ export const botInTransaction = (trx: Tx, id: string): Promise<Bot | undefined> 
 export class BotService {
   readonly #database: Database;
   readonly #policy: WebhookPolicy;
-
+  /** Seals an llm bot's API key before it is stored (the runner opens it to call the provider). */
+  readonly #secrets: SecretBox;
   readonly #changeListeners = new Set<() => void>();
 
-  constructor(deps: { database: Database; policy: WebhookPolicy }) {
+  constructor(deps: { database: Database; policy: WebhookPolicy; secrets: SecretBox }) {
     this.#database = deps.database;
     this.#policy = deps.policy;
+    this.#secrets = deps.secrets;
   }
 
   // Bot URLs go where webhooks go, under the same rule.
@@ -113,7 +116,7 @@ export class BotService {
         enabled: input.enabled ?? true,
         secret: newWebhookSecret(),
         handoff_department_id: input.handoff_department_id ?? null,
-        settings: input.llm ? { llm: input.llm } : {},
+        settings: input.llm ? { llm: { ...input.llm, api_key: this.#secrets.seal(input.llm.api_key) } } : {},
         now: new Date(),
       });
       const apiKey = await createBotKey(trx, bot, user.userId);
@@ -132,7 +135,9 @@ export class BotService {
       if (!current) throw notFound('Bot');
       if (input.llm && current.kind !== 'llm') throw invalidInput({ field: 'llm', message: 'is only for an llm bot' });
       if (input.handoff_department_id && !(await repo.departmentExists(trx, input.handoff_department_id))) throw invalidDepartment();
-      const llm = input.llm ? { ...llmSettingsOf(current)!, ...input.llm } : undefined;
+      const llm = input.llm
+        ? { ...llmSettingsOf(current)!, ...input.llm, ...(input.llm.api_key !== undefined ? { api_key: this.#secrets.seal(input.llm.api_key) } : {}) }
+        : undefined;
       const updated = await repo.updateBot(
         trx,
         id,
