@@ -301,6 +301,39 @@ describe('bots', function () {
       expect(reopened.body.conversation).to.include({ status: 'open', bot_state: 'handed_off' });
     });
 
+    it('rotate-key: the new key works, the old is refused at once; rotate-secret: both secrets sign for a day, then only the new', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const receiver = await startReceiver();
+      receivers.push(receiver);
+      const bot = await createBot(t, { name: 'Rotating', webhook_url: receiver.url });
+      const { token } = await widgetWithBot(t, bot.id);
+
+      const rotated = (await request(app).post(`/api/v1/bots/${bot.id}/rotate-secret`).set(auth).expect(200)).body;
+      expect(rotated.secret).to.match(/^whsec_/).and.not.equal(bot.secret);
+      expect(Date.parse(rotated.previous_secret_expires_at) - Date.now()).to.be.closeTo(24 * 3_600_000, 60_000);
+      receiver.secrets.push(bot.secret, rotated.secret);
+      const conv = (await request(app).post('/api/v1/widget/conversations').set(asVisitor(token)).send({ content: 'During the overlap' }).expect(201)).body.id as string;
+      await receiver.until((got) => got.some((d) => d.verified?.type === 'message.created'));
+      for (const d of receiver.received) expect(d.verifiedBy, 'signed by the old secret and the new').to.have.members([bot.secret, rotated.secret]);
+
+      // The overlap ends: only the new secret signs.
+      await h.database.asSystem((trx) => trx.updateTable('bots').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', bot.id).execute());
+      await request(app).post(`/api/v1/widget/conversations/${conv}/messages`).set(asVisitor(token)).send({ content: 'After the overlap' }).expect(201);
+      await receiver.until((got) => got.some((d) => d.verified?.data?.message?.content === 'After the overlap'));
+      const after = receiver.received.filter((d) => d.verified?.data?.message?.content === 'After the overlap');
+      for (const d of after) expect(d.verifiedBy).to.deep.equal([rotated.secret]);
+
+      const key = (await request(app).post(`/api/v1/bots/${bot.id}/rotate-key`).set(auth).expect(200)).body;
+      expect(key.api_key).to.match(/^chat_/).and.not.equal(bot.api_key);
+      expectProblem(await request(app).get(`/api/v1/messages/${conv}`).set(asBot(t, bot.api_key)), 401, 'ERR_UNAUTHENTICATED');
+      await request(app).get(`/api/v1/messages/${conv}`).set(asBot(t, key.api_key)).expect(200);
+      // Another tenant's bot, or none: not found.
+      const other = await createTenant();
+      expectProblem(await request(app).post(`/api/v1/bots/${bot.id}/rotate-key`).set(bearer(other.owner.accessToken)), 404, 'ERR_NOT_FOUND');
+      expectProblem(await request(app).post(`/api/v1/bots/${bot.id}/rotate-secret`).set(bearer(other.owner.accessToken)), 404, 'ERR_NOT_FOUND');
+    });
+
     it('retries a delivery its receiver refused, under the same webhook-id', async () => {
       const t = await createTenant();
       let requests = 0;

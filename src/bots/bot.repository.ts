@@ -50,7 +50,9 @@ export async function findBot(trx: Tx, id: string, options: { lock?: boolean } =
 export async function updateBot(
   trx: Tx,
   id: string,
-  changes: Partial<Pick<Bot, 'name' | 'avatar_url' | 'webhook_url' | 'enabled' | 'handoff_department_id'>> & { settings?: Record<string, unknown> },
+  changes: Partial<Pick<Bot, 'name' | 'avatar_url' | 'webhook_url' | 'enabled' | 'handoff_department_id' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>> & {
+    settings?: Record<string, unknown>;
+  },
   now: Date,
 ) {
   const { settings, ...rest } = changes;

@@ -224,7 +224,7 @@ export class BotRunner {
     try {
       outcome =
         delivery.bot.kind === 'webhook'
-          ? await this.#transport.post(delivery.bot.webhook_url!, signedHeaders(delivery.event_id, delivery.body, [delivery.bot.secret]), delivery.body)
+          ? await this.#transport.post(delivery.bot.webhook_url!, signedHeaders(delivery.event_id, delivery.body, secretsOf(delivery.bot)), delivery.body)
           : await this.#runBuiltIn(delivery);
     } catch (err) {
       this.#o.logger.warn({ err, delivery: delivery.id, bot: delivery.bot_id }, 'a built-in bot failed; the delivery is retried');
@@ -307,4 +307,9 @@ export class BotRunner {
     }
     return entries;
   }
+}
+
+/** The secrets that sign a delivery: the bot's, and the one before a rotation while its overlap lasts. */
+function secretsOf(bot: { secret: string; previous_secret: string | null; previous_secret_expires_at: Date | null }): string[] {
+  return bot.previous_secret && bot.previous_secret_expires_at && bot.previous_secret_expires_at.getTime() > Date.now() ? [bot.secret, bot.previous_secret] : [bot.secret];
 }

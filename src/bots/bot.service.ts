@@ -1,12 +1,12 @@
 import type { components } from '../../generated/api.ts';
-import { createBotKey } from '../api-keys/api-key.service.ts';
+import { createBotKey, rotateBotKey } from '../api-keys/api-key.service.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { Bot, BotState } from '../db/schema.ts';
 import { AppError, forbidden, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { pageOf } from '../shared/pagination.ts';
 import type { Principal, UserPrincipal } from '../shared/principal.ts';
-import { type WebhookPolicy, newWebhookSecret, urlRefusal } from '../webhooks/webhook.service.ts';
+import { SECRET_OVERLAP_MS, type WebhookPolicy, newWebhookSecret, urlRefusal } from '../webhooks/webhook.service.ts';
 import * as repo from './bot.repository.ts';
 import type { SecretBox } from '../shared/secret-box.ts';
 
@@ -152,6 +152,29 @@ export class BotService {
         new Date(),
       );
       return toBotDto(updated);
+    });
+  }
+
+  /** A new API key for the bot, answered once; the old one stops working at once. */
+  async rotateKey(principal: Principal, id: string): Promise<S['BotKey']> {
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      if (!(await repo.findBot(trx, id, { lock: true }))) throw notFound('Bot');
+      const apiKey = await rotateBotKey(trx, id);
+      if (!apiKey) throw notFound('Bot');
+      return { api_key: apiKey };
+    });
+  }
+
+  /** A new signing secret; the old one signs beside it for SECRET_OVERLAP_MS, as a webhook's does. */
+  async rotateSecret(principal: Principal, id: string): Promise<S['WebhookSecret']> {
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      const current = await repo.findBot(trx, id, { lock: true });
+      if (!current) throw notFound('Bot');
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + SECRET_OVERLAP_MS);
+      const secret = newWebhookSecret();
+      await repo.updateBot(trx, id, { secret, previous_secret: current.secret, previous_secret_expires_at: expiresAt }, now);
+      return { secret, previous_secret_expires_at: expiresAt.toISOString() };
     });
   }
 

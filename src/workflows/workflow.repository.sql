@@ -68,6 +68,16 @@ where
 returning
   *;
 
+-- workflow.rotateWorkflowSecret
+update "workflows"
+set
+  "previous_secret" = secret,
+  "previous_secret_expires_at" = $1,
+  "secret" = $2,
+  "updated_at" = $3
+where
+  "id" = $4;
+
 -- workflow.deleteWorkflow
 delete from "workflows"
 where
@@ -345,7 +355,10 @@ select
   "id",
   "enabled",
   "conditions",
-  "secret"
+  "secret",
+  case
+    when previous_secret_expires_at > now() then previous_secret
+  end as "previous_secret"
 from
   "workflows"
 where

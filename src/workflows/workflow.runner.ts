@@ -377,7 +377,7 @@ export class WorkflowRunner {
   /** A mail or a post: outside any transaction (it may take seconds); at least once. */
   async #external(run: repo.ClaimedRun, action: S['WorkflowAction'], event: S['Event']): Promise<void> {
     if (action.type === 'webhook') {
-      const outcome = await this.#transport.post(action.url, signedHeaders(event.id, run.event_body, [run.secret]), run.event_body);
+      const outcome = await this.#transport.post(action.url, signedHeaders(event.id, run.event_body, run.previous_secret ? [run.secret, run.previous_secret] : [run.secret]), run.event_body);
       if (outcome.error === null) return;
       const status = outcome.statusCode;
       const passing = status === null ? !outcome.error.startsWith('refused') : status >= 500 || status === 408 || status === 429;

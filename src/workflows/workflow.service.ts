@@ -8,7 +8,7 @@ import { AppError, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf, pageOf } from '../shared/pagination.ts';
 import type { Principal } from '../shared/principal.ts';
-import { type WebhookPolicy, urlRefusal } from '../webhooks/webhook.service.ts';
+import { SECRET_OVERLAP_MS, type WebhookPolicy, urlRefusal } from '../webhooks/webhook.service.ts';
 import * as repo from './workflow.repository.ts';
 
 type S = components['schemas'];
@@ -189,6 +189,17 @@ export class WorkflowService {
     });
     for (const listener of this.#changeListeners) listener();
     return dto;
+  }
+
+  /** A new signing secret; the old one signs beside it for SECRET_OVERLAP_MS, as a webhook's does. */
+  async rotateSecret(principal: Principal, id: string): Promise<S['WebhookSecret']> {
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + SECRET_OVERLAP_MS);
+      const secret = newSigningSecret();
+      if (!(await repo.rotateWorkflowSecret(trx, id, secret, expiresAt, now))) throw notFound('Workflow');
+      return { secret, previous_secret_expires_at: expiresAt.toISOString() };
+    });
   }
 
   async remove(principal: Principal, id: string): Promise<{ id: string; deleted: true }> {
