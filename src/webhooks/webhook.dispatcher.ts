@@ -130,6 +130,7 @@ export class WebhookDispatcher {
   /** Claims given back unattempted, not yet released. */
   readonly #released: Claim[] = [];
   #syncing: Promise<void> | undefined;
+  #claiming: Promise<void> | undefined;
   /** Ends the wait of a pass that gathers outcomes. */
   #nudge: (() => void) | undefined;
   /** The last pass failed (the database is away): the next wake, not the pass's end, tries again. */
@@ -198,6 +199,8 @@ export class WebhookDispatcher {
     this.#unsubscribe?.();
     await this.#fanning?.catch(() => undefined);
     await this.#syncing;
+    // A claim pass under way ends with its claims queued (no more follow: stopped wants none).
+    await this.#claiming;
     // What was claimed and not started goes back at once rather than when its lease runs out.
     this.#released.push(...this.#queue.splice(0));
     this.#queuedTo.clear();
@@ -281,10 +284,13 @@ export class WebhookDispatcher {
 
   // ---- Sending -------------------------------------------------------------------------------------
   //
-  // The database is paid per pass, not per delivery. A pass is one transaction that records every outcome
-  // that arrived since the last one and claims what fills the attempt slots plus one more round (a local
-  // queue, so a slot that frees up starts its next attempt without waiting for the database). Outcomes that
-  // arrive while a pass runs go into the next (group commit), so passes grow with the load.
+  // The database is paid per pass, not per delivery, and claiming never waits for recording: two loops,
+  // each one transaction at a time. A claim pass takes what fills a local queue (#wanted), so a slot that
+  // frees up starts its next attempt without waiting for the database. A record pass writes every outcome
+  // that arrived since the last one (group commit: passes grow with the load) and gives back unattempted
+  // claims. They touch different rows: what a claim takes is unlocked, what a record writes is this
+  // instance's. (One pass doing both made the queue run dry behind large records: the service sat idle
+  // over a third of a backlog's drain.)
 
   #wakeSender(): void {
     this.#dueMaybe = true;
@@ -294,13 +300,23 @@ export class WebhookDispatcher {
   }
 
   #wakeSync(): void {
-    if (this.#syncing) return;
-    const run = this.#syncLoop().finally(() => {
+    this.#wakeClaims();
+    if (this.#syncing || !this.#hasRecords()) return;
+    const run = this.#recordLoop().finally(() => {
       if (this.#syncing === run) this.#syncing = undefined;
       // Work may have arrived between the loop's last look and now.
-      if (!this.#syncFailed && this.#hasWork()) this.#wakeSync();
+      if (!this.#syncFailed && this.#hasRecords()) this.#wakeSync();
     });
     this.#syncing = run;
+  }
+
+  #wakeClaims(): void {
+    if (this.#claiming || this.#syncFailed || this.#wanted() <= 0) return;
+    const run = this.#claimLoop().finally(() => {
+      if (this.#claiming === run) this.#claiming = undefined;
+      if (!this.#syncFailed && this.#wanted() > 0) this.#wakeClaims();
+    });
+    this.#claiming = run;
   }
 
   /**
@@ -341,22 +357,42 @@ export class WebhookDispatcher {
     return Math.max(this.#paceRate, elapsed > 0 ? (this.#paceCount * 1000) / Math.max(elapsed, 50) : 0);
   }
 
-  #hasWork(): boolean {
-    return this.#outcomes.length > 0 || this.#released.length > 0 || this.#wanted() > 0;
+  #hasRecords(): boolean {
+    return this.#outcomes.length > 0 || this.#released.length > 0;
   }
 
-  /** Slots may soon stand idle, claims must go back, or a batch is full: no reason to wait for more outcomes. */
+  /** Stopping, claims must go back, or a batch is full: no reason to wait for more outcomes. */
   #urgent(): boolean {
-    return (
-      this.#stopped ||
-      this.#released.length > 0 ||
-      this.#outcomes.length >= RECORD_BATCH ||
-      (this.#wanted() > 0 && this.#queue.length < this.#o.concurrency)
-    );
+    return this.#stopped || this.#released.length > 0 || this.#outcomes.length >= RECORD_BATCH;
   }
 
-  async #syncLoop(): Promise<void> {
-    while (this.#hasWork()) {
+  async #claimLoop(): Promise<void> {
+    for (let wanted = this.#wanted(); wanted > 0; wanted = this.#wanted()) {
+      // A wake during the pass sets it again.
+      this.#dueMaybe = false;
+      const token = randomUUID();
+      // Taken before the claim: the lease began no earlier than this.
+      const claimedAt = performance.now();
+      let claimed: repo.ClaimedDelivery[];
+      try {
+        claimed = await this.#o.database.asSystem((trx) => repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs, this.#blocked()));
+      } catch (err) {
+        this.#syncFailed = true;
+        this.#dueMaybe = true;
+        this.#o.logger.error({ err }, 'webhook deliveries could not be claimed; the next poll tries again');
+        return;
+      }
+      if (claimed.length === wanted) this.#dueMaybe = true;
+      for (const delivery of claimed) {
+        this.#queue.push({ delivery, token, claimedAt });
+        bump(this.#queuedTo, delivery.webhook_id, 1);
+      }
+      this.#startAttempts();
+    }
+  }
+
+  async #recordLoop(): Promise<void> {
+    while (this.#hasRecords()) {
       // Outcomes alone wait a moment for others to share their transaction; a wake cuts the wait short.
       if (!this.#urgent()) {
         await new Promise<void>((resolve) => {
@@ -370,37 +406,20 @@ export class WebhookDispatcher {
       }
       const outcomes = this.#outcomes.splice(0, RECORD_BATCH);
       const released = this.#released.splice(0, RECORD_BATCH);
-      const wanted = this.#wanted();
-      // A wake during the pass sets it again.
-      if (wanted > 0) this.#dueMaybe = false;
-      const token = randomUUID();
-      // Taken before the claim: the lease began no earlier than this.
-      const claimedAt = performance.now();
-      let pass: { claimed: repo.ClaimedDelivery[]; recorded: Recorded };
+      let recorded: Recorded;
       try {
-        pass = await this.#o.database.asSystem(async (trx) => {
-          const recorded = await this.#record(trx, outcomes, released);
-          const claimed = wanted > 0 ? await repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs, this.#blocked()) : [];
-          return { claimed, recorded };
-        });
+        recorded = await this.#o.database.asSystem((trx) => this.#record(trx, outcomes, released));
       } catch (err) {
         this.#syncFailed = true;
-        if (wanted > 0) this.#dueMaybe = true;
         this.#o.logger.error(
           { err, outcomes: outcomes.length },
-          'webhook deliveries could not be claimed or recorded; the next poll tries again (unrecorded attempts are retried when their leases run out)',
+          'webhook outcomes could not be recorded; the next poll tries again (unrecorded attempts are retried when their leases run out)',
         );
         return;
       }
-      if (wanted > 0 && pass.claimed.length === wanted) this.#dueMaybe = true;
-      for (const delivery of pass.claimed) {
-        this.#queue.push({ delivery, token, claimedAt });
-        bump(this.#queuedTo, delivery.webhook_id, 1);
-      }
-      this.#startAttempts();
       // Counted once committed: a pass that failed recorded nothing.
-      for (const [outcome, n] of Object.entries(pass.recorded.counts)) if (n > 0) this.#outcomeCounter?.inc({ outcome }, n);
-      for (const mail of pass.recorded.mails) {
+      for (const [outcome, n] of Object.entries(recorded.counts)) if (n > 0) this.#outcomeCounter?.inc({ outcome }, n);
+      for (const mail of recorded.mails) {
         const sent = this.#mailOwners(mail.to, mail.delivery);
         this.#mailing.add(sent);
         void sent.finally(() => this.#mailing.delete(sent));
