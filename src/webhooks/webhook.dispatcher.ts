@@ -63,7 +63,9 @@ const RECORD_DELAY_MS = 10;
 const CLAIM_AHEAD_MS = 150;
 /** An endpoint whose last attempt took longer than this (or the timeout's half, if less) is slow. */
 const SLOW_ATTEMPT_MS = 1000;
-const PACE_WINDOW_MS = 1000;
+// A quarter of a second: a pace read over a whole second trailed a backlog's first second (1,000 ms: 2,800 to
+// 4,400 deliveries/s on a fresh database; 250 ms: 4,900 to 8,400).
+const PACE_WINDOW_MS = 250;
 
 interface Claim {
   delivery: repo.ClaimedDelivery;
