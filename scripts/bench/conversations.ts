@@ -190,9 +190,10 @@ async function captureStatements(token: string, tenantId: string, conversationId
     // The baseline begins and commits itself: a captured commit replayed would be a round trip more.
     return sink.slice(start).filter((s) => !/^\s*(commit|rollback)\s*$/i.test(s.sql));
   };
-  // A list page's ideal is the tenant and the page query alone: no total.
+  // A list page's ideal is the tenant and the page query alone: no total. The app reads its exact total in
+  // the page's statement (a column from the counter rows): the ideal's copy leaves that column out.
   const pageOnly = (statements: { sql: string; params: unknown[] }[]) =>
-    statements.filter((s, i) => i === 0 || (s.sql.includes('from "conversations"') && / limit \$\d+/.test(s.sql) && !s.sql.includes('count(')));
+    statements.filter((s, i) => i === 0 || (s.sql.includes('from "conversations"') && / limit \$\d+/.test(s.sql) && !s.sql.includes('count('))).map(withoutTotal);
   const captured = {
     tenantId,
     conversationId,
@@ -210,4 +211,23 @@ async function captureStatements(token: string, tenantId: string, conversationId
   await passwords.close();
   await db.close();
   return captured;
+}
+
+/** The statement without its `total_count` column (a subquery) and that subquery's parameters, renumbered. */
+function withoutTotal(statement: { sql: string; params: unknown[] }): { sql: string; params: unknown[] } {
+  const start = statement.sql.indexOf(', (select coalesce(sum("n"), 0) as "total" from "conversation_counts"');
+  if (start === -1) return statement;
+  let depth = 0;
+  let end = start + 2;
+  for (; end < statement.sql.length; end++) {
+    if (statement.sql[end] === '(') depth++;
+    else if (statement.sql[end] === ')' && --depth === 0) break;
+  }
+  const alias = ' as "total_count"';
+  if (statement.sql.slice(end + 1, end + 1 + alias.length) !== alias) throw new Error('capture: the total_count column is not where it was expected');
+  const removed = new Set([...statement.sql.slice(start, end + 1).matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+  const kept = statement.params.filter((_, i) => !removed.has(i + 1));
+  const renumber = (n: number) => n - [...removed].filter((r) => r < n).length;
+  const sql = (statement.sql.slice(0, start) + statement.sql.slice(end + 1 + alias.length)).replace(/\$(\d+)/g, (_, n: string) => `$${renumber(Number(n))}`);
+  return { sql, params: kept };
 }

@@ -175,6 +175,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     listConversations: {
       cases: {
         'first page': ['usr', {}, PAGE],
+        'first page with its exact total (counted filters)': ['usr', { status: 'open', assignedUserId: null }, PAGE, { status: 'open', assignedUserId: null }],
         'every filter, after a cursor': [
           'usr',
           { status: 'open', assignedUserId: null, departmentId: 'd', priority: 'high', visitorId: 'vis', contactId: 'ct', q: 'q' },

@@ -152,6 +152,63 @@ limit
 offset
   $3;
 
+-- conversation.listConversations (first page with its exact total (counted filters))
+select
+  *,
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
+  ) as "unread_count",
+  (
+    select
+      json_build_object(
+        'rating',
+        s.rating,
+        'comment',
+        s.comment,
+        'answered_at',
+        s.answered_at
+      )
+    from
+      surveys s
+    where
+      s.conversation_id = conversations.id
+      and s.status = 'answered'
+    order by
+      s.answered_at desc
+    limit
+      1
+  ) as "satisfaction",
+  (
+    select
+      coalesce(sum("n"), 0) as "total"
+    from
+      "conversation_counts"
+    where
+      "status" = $2
+      and "assignee_key" = $3
+  ) as "total_count"
+from
+  "conversations"
+where
+  "status" = $4
+  and "assigned_user_id" is null
+order by
+  "last_activity_at" desc,
+  "id" desc
+limit
+  $5
+offset
+  $6;
+
 -- conversation.listConversations (every filter, after a cursor)
 select
   *,
