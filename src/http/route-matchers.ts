@@ -20,8 +20,9 @@ export function keepRouteMatchers(): void {
   const kept: PathToRegexp & { [KEPT]?: true } = (path, options) => {
     // The contract's paths are a fixed set; anything else (a caller passing its own paths) is not kept.
     if (typeof path !== 'string') return compile(path, options);
-    // The validator's options are `{ sensitive, strict }`; any other option compiles afresh.
-    if (options && Object.keys(options).some((k) => k !== 'sensitive' && k !== 'strict')) return compile(path, options);
+    // The validator's options are `{ sensitive, strict }`; any other option compiles afresh. (A for-in, not
+    // Object.keys: this runs for every contract path the validator tries, at every request.)
+    for (const k in options) if (k !== 'sensitive' && k !== 'strict') return compile(path, options);
     const key = `${path}\u0000${options?.sensitive === true}\u0000${options?.strict === true}`;
     let matcher = compiled.get(key);
     if (matcher === undefined) {
