@@ -470,6 +470,55 @@ export interface paths {
         patch: operations["updateBot"];
         trace?: never;
     };
+    "/v1/bots/{id}/rotate-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the bot a new API key
+         * @description The answer shows the new key once. The old key stops working at once: rotate when it may have
+         *     leaked, and give the bot's code the new one.
+         */
+        post: operations["rotateBotKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/bots/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the bot a new signing secret
+         * @description For 24 hours every delivery to the bot's webhook carries two signatures in `webhook-signature`
+         *     (one by the new secret, one by the old), so its receiver can switch without losing a delivery;
+         *     then only the new.
+         */
+        post: operations["rotateBotSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/canned-responses": {
         parameters: {
             query?: never;
@@ -1634,6 +1683,31 @@ export interface paths {
         patch: operations["updateWorkflow"];
         trace?: never;
     };
+    "/v1/workflows/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the workflow a new signing secret
+         * @description For 24 hours every post of the workflow's webhook actions carries two signatures in
+         *     `webhook-signature` (one by the new secret, one by the old), so the receiver can switch without
+         *     losing a post; then only the new.
+         */
+        post: operations["rotateWorkflowSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workflows/{id}/runs": {
         parameters: {
             query?: never;
@@ -1797,6 +1871,10 @@ export interface components {
          * @example bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0
          */
         BotId: string;
+        BotKey: {
+            /** @description The bot's API key (scope `bot`), shown this once */
+            api_key: string;
+        };
         /**
          * @description `webhook`: events go to `webhook_url`, the bot answers through the API. `faq`: answers from the
          *     canned responses (a shortcut sent as it is, a title in the message, or enough of the message's
@@ -5113,6 +5191,77 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidDepartmentUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateBotKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bot's new API key, shown this once */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "api_key": "chat_9Xq2Vb8a0Zr1sYtP7uWxKc9dEfGhJkLmNoPqRsTuVwXy"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BotKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BotNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateBotSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Bot identifier */
+                id: components["parameters"]["BotIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, and until when the old one still signs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                     *       "previous_secret_expires_at": "2026-11-25T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BotNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9012,6 +9161,42 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    rotateWorkflowSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow identifier */
+                id: components["parameters"]["WorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, and until when the old one still signs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_W8FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                     *       "previous_secret_expires_at": "2026-11-25T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WorkflowNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWorkflowRuns: {
         parameters: {
             query?: {
@@ -9217,8 +9402,11 @@ export interface credentials {
     resetPassword: Record<string, never>;
     revokeApiKey: securitySchemes['bearerAuth'];
     rotateApiKey: securitySchemes['bearerAuth'];
+    rotateBotKey: securitySchemes['bearerAuth'];
+    rotateBotSecret: securitySchemes['bearerAuth'];
     rotateWebhookSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     rotateWidgetSecret: securitySchemes['bearerAuth'];
+    rotateWorkflowSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendWidgetMessage: securitySchemes['visitorAuth'];
     startWidgetConversation: securitySchemes['visitorAuth'];

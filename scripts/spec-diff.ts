@@ -168,6 +168,19 @@ function rejoin(segments: string[]): string[] {
   }
   return out;
 }
+// A response field whose type grows (`string` to `[string, null]`, `integer` to `number`) breaks a client
+// that reads it as before: it meets a value it was told it would never get. api-smart-diff calls the
+// change an annotation, non-breaking. (In a request, a wider type is compatible: it stays as classified.)
+function widensResponseType(path: string, method: string, where: string): boolean {
+  const segments = where.split('.');
+  if (segments[0] !== 'responses' || segments.at(-1) !== 'type') return false;
+  const base = ['paths', path, method, ...rejoin(segments.slice(0, -1))];
+  const typesOf = (schema: Doc | undefined): string[] => (schema === undefined ? [] : Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type]);
+  const old = typesOf(resolvePath(pristine.before, base));
+  const now = typesOf(resolvePath(pristine.after, base));
+  return old.length > 0 && now.some((t) => !old.includes(t));
+}
+
 for (const [key, changes] of byOperation) {
   const [method, path] = key.split(' ') as [string, string];
   if (!path) continue;
@@ -175,6 +188,9 @@ for (const [key, changes] of byOperation) {
     if (c.type === 'breaking' && growsOpenSet(path, method.toLowerCase(), c.where)) {
       c.type = 'non-breaking';
       c.description += ' (an open set grew: x-extensible)';
+    } else if (c.type !== 'breaking' && widensResponseType(path, method.toLowerCase(), c.where)) {
+      c.type = 'breaking';
+      c.description += ' (a response type widened: clients meet values they were told never come)';
     }
   }
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
@@ -65,6 +65,8 @@ import { botHandlers } from './bots/bot.handlers.ts';
 import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
+import { keepRouteMatchers } from './http/route-matchers.ts';
+import { SecretBox } from './shared/secret-box.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -96,6 +98,11 @@ export interface AppDeps {
   files?: { storage: FileStorage; signingKey: Buffer | string };
   /** Where the app's metrics go (the service's one registry); undefined: a registry of its own. */
   metrics?: Metrics;
+  /**
+   * Seals secrets kept but never shown again (an llm bot's API key); the bot runner must open them with a
+   * box of the same key. Undefined: a key of this process alone (what it seals, no other process opens).
+   */
+  secrets?: SecretBox;
   /** A Stripe client to use instead of one made from the secret key (tests point it at a local server). */
   stripe?: Stripe;
 }
@@ -135,13 +142,16 @@ export function createServices(deps: AppDeps) {
     widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
-    bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
+    bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false }, secrets: deps.secrets ?? processSecretBox() }),
     // A workflow's webhook action goes where a webhook endpoint may.
     workflows: new WorkflowService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
   };
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+let processBox: SecretBox | undefined;
+const processSecretBox = () => (processBox ??= new SecretBox(randomBytes(32).toString('hex')));
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
   return buildApp(deps, options).app;
@@ -252,6 +262,7 @@ function outcome(req: express.Request, res: express.Response) {
 // know the caller) in the place of its security step: after the operation is matched, before the
 // request is validated. The input guard and the undeclared-body check come last there: 401 and 403 before any 400.
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
+  keepRouteMatchers();
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
     // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking

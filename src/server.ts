@@ -28,6 +28,12 @@ import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
 import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
 import { BotRunner } from './bots/bot.runner.ts';
 import { WorkflowRunner, idleJob } from './workflows/workflow.runner.ts';
+import { TenantInterest } from './events/tenant-interest.ts';
+import type { Tx } from './db/database.ts';
+import { tenantsWithEnabledWebhooks } from './webhooks/webhook.repository.ts';
+import { tenantsWithBots } from './bots/bot.repository.ts';
+import { tenantsWithEnabledWorkflows } from './workflows/workflow.repository.ts';
+import { SecretBox } from './shared/secret-box.ts';
 
 export interface RunningService {
   server: Server;
@@ -46,12 +52,15 @@ export async function startService(config: Config): Promise<RunningService> {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolMax: config.databasePoolMax,
+    template: config.pgliteTemplate,
     onConnectionError: (err) => logger.warn({ err }, 'database connection lost'),
   });
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
   const jwtSecret = await resolveJwtSecret(config.jwtSecret, config.dataDir);
   const tokens = new TokenService(jwtSecret);
+  // What the service seals (an llm bot's API key) opens on every instance that has the same key.
+  const secrets = new SecretBox(config.secretsKey ?? jwtSecret);
   const storage = storageFromConfig(config);
   const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
@@ -87,6 +96,7 @@ export async function startService(config: Config): Promise<RunningService> {
     sessions,
     // Every instance derives the same key, so a link signed by one is served by any.
     files: { storage, signingKey: fileSigningKey(jwtSecret) },
+    secrets,
     metrics,
     ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
   });
@@ -138,7 +148,19 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   scheduler.start();
   const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
-  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics });
+  // Each reader of the feed is woken only by commits of tenants it has work for (src/events/tenant-interest.ts).
+  const interestIn = (load: (trx: Tx) => Promise<string[]>) =>
+    new TenantInterest(() => database.asSystem(load), { onError: (err) => logger.warn({ err }, 'could not read which tenants the feed readers serve') });
+  const interest = {
+    webhooks: interestIn(tenantsWithEnabledWebhooks),
+    bots: interestIn(tenantsWithBots),
+    workflows: interestIn(tenantsWithEnabledWorkflows),
+  };
+  services.webhooks.onEndpointsChanged(() => interest.webhooks.changed());
+  services.bots.onBotsChanged(() => interest.bots.changed());
+  services.workflows.onWorkflowsChanged(() => interest.workflows.changed());
+  for (const each of Object.values(interest)) each.start();
+  const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics, interest: interest.webhooks });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
   // Bots hear of their conversations through the same outbox, with the webhooks' address rule and timeout.
@@ -151,6 +173,8 @@ export async function startService(config: Config): Promise<RunningService> {
     pollMs: config.webhooks.pollMs,
     services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
     metrics,
+    interest: interest.bots,
+    secrets,
   });
   bots.start();
   const workflows = new WorkflowRunner({
@@ -162,6 +186,7 @@ export async function startService(config: Config): Promise<RunningService> {
     allowPrivate: config.webhooks.allowPrivate,
     timeoutMs: config.webhooks.timeoutMs,
     metrics,
+    interest: interest.workflows,
   });
   workflows.start();
   const address = server.address();
@@ -174,6 +199,7 @@ export async function startService(config: Config): Promise<RunningService> {
     (stopping ??= (async () => {
       logger.info('shutting down');
       await scheduler.stop();
+      for (const each of Object.values(interest)) each.stop();
       await webhooks.stop();
       await bots.stop();
       await wakeups?.close();

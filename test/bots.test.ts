@@ -9,6 +9,7 @@ import { BotRunner } from '../src/bots/bot.runner.ts';
 import { decideFaq } from '../src/bots/faq.ts';
 import { HANDOFF_MARKER, createLlmClient, readCompletion } from '../src/bots/llm.client.ts';
 import { EventBus } from '../src/events/bus.ts';
+import { SecretBox } from '../src/shared/secret-box.ts';
 import type { PresenceStore } from '../src/presence/presence.ts';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
 import { type Harness, TEST_CONFIG, getHarness } from './support/harness.ts';
@@ -93,6 +94,7 @@ describe('bots', function () {
       retryDelaysMs: [50, 100],
       pollMs: 50,
       services: { messages, conversations, cannedResponses },
+      secrets: h.deps.secrets!,
     });
     runner.start();
     llm = await startFakeLlm();
@@ -115,6 +117,22 @@ describe('bots', function () {
   async function createBot(t: TestTenant, body: Record<string, unknown>) {
     return (await request(app).post('/api/v1/bots').set(bearer(t.owner.accessToken)).send(body).expect(201)).body as Record<string, any>;
   }
+
+  const storedLlmKey = async (botId: string) =>
+    ((await h.database.asSystem((trx) => trx.selectFrom('bots').select('settings').where('id', '=', botId).executeTakeFirstOrThrow())).settings as { llm: { api_key: string } }).llm
+      .api_key;
+
+  /** Writes an llm bot's stored key as it is given (sealed under another key, or in the clear as before sealing). */
+  const storeLlmKey = (botId: string, apiKey: string) =>
+    h.database.asSystem(async (trx) => {
+      const { settings } = await trx.selectFrom('bots').select('settings').where('id', '=', botId).executeTakeFirstOrThrow();
+      const llmSettings = (settings as { llm: Record<string, unknown> }).llm;
+      await trx
+        .updateTable('bots')
+        .set({ settings: JSON.stringify({ ...(settings as object), llm: { ...llmSettings, api_key: apiKey } }) as never })
+        .where('id', '=', botId)
+        .execute();
+    });
 
   const conversationOf = async (t: TestTenant, id: string) =>
     (await request(app).get(`/api/v1/conversations/${id}`).set(bearer(t.owner.accessToken)).expect(200)).body as Record<string, any>;
@@ -145,6 +163,11 @@ describe('bots', function () {
       expect(updated.body).to.include({ name: 'Ada' });
       expect(updated.body.llm).to.include({ model: 'm2', base_url: llm.url, api_key_set: true });
       expect(JSON.stringify(updated.body)).to.not.include('sk-secret-2');
+      // Stored sealed: a copy of the database does not hold the key.
+      const stored = await storedLlmKey(created.id as string);
+      expect(stored).to.match(/^sealed:v1:/);
+      expect(stored).to.not.include('sk-secret-2');
+      expect(h.deps.secrets!.open(stored)).to.equal('sk-secret-2');
       // The bot's key is the bot's: not among the tenant's API keys, not revocable there.
       const keys = await request(app).get('/api/v1/api-keys').set(auth).expect(200);
       expect(keys.body.data).to.deep.equal([]);
@@ -276,6 +299,39 @@ describe('bots', function () {
       await request(app).post(`/api/v1/conversations/${conversationId}/close`).set(bearer(agentToken)).expect(200);
       const reopened = await request(app).post(`/api/v1/conversations/${conversationId}/reopen`).set(bearer(agentToken)).expect(200);
       expect(reopened.body.conversation).to.include({ status: 'open', bot_state: 'handed_off' });
+    });
+
+    it('rotate-key: the new key works, the old is refused at once; rotate-secret: both secrets sign for a day, then only the new', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const receiver = await startReceiver();
+      receivers.push(receiver);
+      const bot = await createBot(t, { name: 'Rotating', webhook_url: receiver.url });
+      const { token } = await widgetWithBot(t, bot.id);
+
+      const rotated = (await request(app).post(`/api/v1/bots/${bot.id}/rotate-secret`).set(auth).expect(200)).body;
+      expect(rotated.secret).to.match(/^whsec_/).and.not.equal(bot.secret);
+      expect(Date.parse(rotated.previous_secret_expires_at) - Date.now()).to.be.closeTo(24 * 3_600_000, 60_000);
+      receiver.secrets.push(bot.secret, rotated.secret);
+      const conv = (await request(app).post('/api/v1/widget/conversations').set(asVisitor(token)).send({ content: 'During the overlap' }).expect(201)).body.id as string;
+      await receiver.until((got) => got.some((d) => d.verified?.type === 'message.created'));
+      for (const d of receiver.received) expect(d.verifiedBy, 'signed by the old secret and the new').to.have.members([bot.secret, rotated.secret]);
+
+      // The overlap ends: only the new secret signs.
+      await h.database.asSystem((trx) => trx.updateTable('bots').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', bot.id).execute());
+      await request(app).post(`/api/v1/widget/conversations/${conv}/messages`).set(asVisitor(token)).send({ content: 'After the overlap' }).expect(201);
+      await receiver.until((got) => got.some((d) => d.verified?.data?.message?.content === 'After the overlap'));
+      const after = receiver.received.filter((d) => d.verified?.data?.message?.content === 'After the overlap');
+      for (const d of after) expect(d.verifiedBy).to.deep.equal([rotated.secret]);
+
+      const key = (await request(app).post(`/api/v1/bots/${bot.id}/rotate-key`).set(auth).expect(200)).body;
+      expect(key.api_key).to.match(/^chat_/).and.not.equal(bot.api_key);
+      expectProblem(await request(app).get(`/api/v1/messages/${conv}`).set(asBot(t, bot.api_key)), 401, 'ERR_UNAUTHENTICATED');
+      await request(app).get(`/api/v1/messages/${conv}`).set(asBot(t, key.api_key)).expect(200);
+      // Another tenant's bot, or none: not found.
+      const other = await createTenant();
+      expectProblem(await request(app).post(`/api/v1/bots/${bot.id}/rotate-key`).set(bearer(other.owner.accessToken)), 404, 'ERR_NOT_FOUND');
+      expectProblem(await request(app).post(`/api/v1/bots/${bot.id}/rotate-secret`).set(bearer(other.owner.accessToken)), 404, 'ERR_NOT_FOUND');
     });
 
     it('retries a delivery its receiver refused, under the same webhook-id', async () => {
@@ -451,6 +507,25 @@ describe('bots', function () {
       llm.answer = () => ({ status: 200, json: { choices: [{ message: { role: 'assistant', content: HANDOFF_MARKER } }] } });
       const marked = await llmConversation({}, 'Something odd');
       await handedOff(marked.t, marked.conv);
+    });
+
+    it('a key stored before sealing still works; one sealed under another SECRETS_KEY hands off, the provider never asked', async () => {
+      llm.answer = (body) => ({ status: 200, json: { choices: [{ message: { role: 'assistant', content: `Echo: ${body.messages.at(-1).content}` } }] } });
+      const start = async (apiKey: string, first: string) => {
+        const t = await createTenant();
+        const bot = await createBot(t, { name: 'Ada', kind: 'llm', llm: { base_url: llm.url, model: 'tiny', api_key: 'sk-replaced' } });
+        await storeLlmKey(bot.id, apiKey);
+        const { token } = await widgetWithBot(t, bot.id);
+        const conv = (await request(app).post('/api/v1/widget/conversations').set(asVisitor(token)).send({ content: first }).expect(201)).body.id as string;
+        return { t, token, conv };
+      };
+      const legacy = await start('sk-in-the-clear', 'Legacy key?');
+      await eventually(async () => (await visitorMessages(legacy.token, legacy.conv)).some((m) => m.content === 'Echo: Legacy key?'), 'the answer');
+      expect(llm.requests.find((r) => r.body.messages.at(-1).content === 'Legacy key?')!.headers.authorization).to.equal('Bearer sk-in-the-clear');
+      const foreign = await start(new SecretBox('another SECRETS_KEY, not this service').seal('sk-lost'), 'Foreign key?');
+      await handedOff(foreign.t, foreign.conv);
+      expect(await notesOf(foreign.t, foreign.conv)).to.deep.equal(['The LLM bot cannot read its API key.']);
+      expect(llm.requests.some((r) => r.body.messages.at(-1).content === 'Foreign key?')).to.equal(false);
     });
 
     it('hands off when the model fails, or does not answer in time', async () => {

@@ -4,6 +4,7 @@ import request from 'supertest';
 import { parse } from 'yaml';
 import { type Handlers, loadContract, mountOperations } from '../src/http/contract.ts';
 import { getHarness } from './support/harness.ts';
+import { validatorsPathToRegexp } from '../src/http/route-matchers.ts';
 
 describe('the contract', () => {
   it('is served as JSON and YAML, as openapi/chat.yaml with the service itself as the first server', async () => {
@@ -81,5 +82,18 @@ describe('the AsyncAPI contract', () => {
     }
     expect(Object.keys(schemas.SocketEvent.discriminator.mapping).sort()).to.deep.equal([...schemas.EventType.enum].sort());
     expect(Object.keys(schemas.Event.discriminator.mapping).sort()).to.deep.equal(schemas.EventType.enum.filter((t: string) => !live.includes(t)).sort());
+  });
+});
+
+describe('route matching', () => {
+  it("the validator's path matchers are compiled once, not at every request", async () => {
+    await getHarness();
+    const compile = validatorsPathToRegexp();
+    const options = { sensitive: false, strict: false };
+    const first = compile('/api/v1/conversations/:id', options);
+    expect(compile('/api/v1/conversations/:id', { ...options })).to.equal(first);
+    // Still a working matcher, and other options get their own.
+    expect((first as { regexp: RegExp }).regexp.exec('/api/v1/conversations/conv_1')?.[1]).to.equal('conv_1');
+    expect(compile('/api/v1/conversations/:id', { sensitive: true, strict: false })).to.not.equal(first);
   });
 });

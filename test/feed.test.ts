@@ -154,3 +154,84 @@ describe('event writers', () => {
     expect(String(error)).to.match(/event-writer/);
   });
 });
+
+describe('the horizon reads the lock table once', function () {
+  // pg_locks calls pg_lock_status() wherever it is named. The probe below stands in for it on the reader's
+  // search path: its first reading is the real lock table, every later reading lacks the event-writer
+  // locks, as if the writer had committed between two readings of one statement. A horizon that reads the
+  // table twice then takes a running writer for a non-writer and hands out the events after it.
+  const probe = `feed_probe_${process.pid}`;
+
+  before(async function () {
+    const { database } = await getHarness();
+    // PGlite runs one transaction at a time: a writer cannot be open beside the reader.
+    if (database.kind !== 'postgres') this.skip();
+    await sql
+      .raw(
+        `create schema if not exists ${probe};
+         create sequence if not exists ${probe}.readings;
+         create or replace function ${probe}.lock_table() returns setof pg_catalog.pg_locks language plpgsql as $$
+         begin
+           if nextval('${probe}.readings') = 1 then
+             return query select * from pg_catalog.pg_locks;
+           else
+             return query select * from pg_catalog.pg_locks where locktype <> 'advisory';
+           end if;
+         end $$;
+         create or replace view ${probe}.pg_locks as select * from ${probe}.lock_table();
+         grant usage on schema ${probe} to chat_app;
+         grant usage, update on sequence ${probe}.readings to chat_app;
+         grant select on ${probe}.pg_locks to chat_app;`,
+      )
+      .execute(database.db);
+  });
+
+  after(async () => {
+    const { database } = await getHarness();
+    if (database.kind === 'postgres') await sql.raw(`drop schema if exists ${probe} cascade`).execute(database.db);
+  });
+
+  it('a writer that commits while the horizon is read still holds back the events after it', async () => {
+    const { database } = await getHarness();
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const after = await database.withTenant(t.tenantId, (trx) => feedHead(trx, t.tenantId));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let written!: (id: string) => void;
+    const early = new Promise<string>((r) => (written = r));
+    const slow = database.withTenant(
+      t.tenantId,
+      async (trx) => {
+        const stored = await writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: c.id }, { conversationId: c.id });
+        written(stored.envelope.id);
+        await gate;
+      },
+      { eventWriter: true },
+    );
+    const earlyId = await early;
+    try {
+      const late = await database.withTenant(
+        t.tenantId,
+        (trx) => writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: c.id }, { conversationId: c.id }),
+        { eventWriter: true },
+      );
+      await sql.raw(`select setval('${probe}.readings', 1, false)`).execute(database.db);
+      const page = await database.withTenant(t.tenantId, async (trx) => {
+        await sql.raw(`set local search_path = ${probe}, pg_catalog, public`).execute(trx);
+        return readFeed(trx, { tenantId: t.tenantId, after, limit: 10 });
+      });
+      const { rows } = await sql<{ n: string }>`select last_value::text as n from ${sql.raw(probe)}.readings`.execute(database.db);
+      expect(Number(rows[0]!.n), 'the probe was read').to.be.at.least(1);
+      expect(page.rows.map((r) => r.id)).to.not.include(late.envelope.id);
+      expect(page.heldBack).to.equal(true);
+      release();
+      await slow;
+      const next = await database.withTenant(t.tenantId, (trx) => readFeed(trx, { tenantId: t.tenantId, after, limit: 10 }));
+      expect(next.rows.map((r) => r.id)).to.deep.equal([earlyId, late.envelope.id]);
+    } finally {
+      release();
+      await slow;
+    }
+  });
+});

@@ -16,12 +16,18 @@ interface Tally {
 
 /** The harness's database, counting what goes through it: every transaction, every statement Kysely sends. */
 function counting(inner: Database, tally: Tally): Database {
+  // Counted when a result comes back: Kysely also passes a subquery through transformQuery as it is built
+  // (the list page's total is one), but only what is executed comes back.
+  const kinds = new WeakMap<object, string>();
   const plugin: KyselyPlugin = {
     transformQuery: (args) => {
-      tally.statements.push(args.node.kind);
+      kinds.set(args.queryId, args.node.kind);
       return args.node;
     },
-    transformResult: async (args) => args.result,
+    transformResult: async (args) => {
+      tally.statements.push(kinds.get(args.queryId) ?? 'unknown');
+      return args.result;
+    },
   };
   return {
     ...inner,
@@ -58,18 +64,18 @@ describe('round trips per request (session cache warm)', () => {
     const c = await createConversation(t);
     const auth = { Authorization: `Bearer ${t.owner.accessToken}` };
 
-    // The page and its total (the counter rows).
+    // The page, with its exact total (from the counter rows) in the same statement.
     const list = await measure(() => request(app).get('/api/v1/conversations?status=open').set(auth).expect(200));
-    expect(list).to.deep.equal({ transactions: 1, statements: 2, roundTrips: 5 });
+    expect(list).to.deep.equal({ transactions: 1, statements: 1, roundTrips: 4 });
 
     const one = await measure(() => request(app).get(`/api/v1/conversations/${c.id}`).set(auth).expect(200));
     expect(one).to.deep.equal({ transactions: 1, statements: 1, roundTrips: 4 });
 
     const post = await measure(() => request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'hello' }).expect(201));
     expect(post.transactions).to.equal(1);
-    // Lock the conversation, the message, its count and the sender's read mark, the conversation's last
-    // message, the event.
-    expect(post.statements, tally.statements.join(' ')).to.equal(6);
+    // Lock the conversation, the message, the sender's read mark, the conversation's last message and
+    // its count (one statement), the event.
+    expect(post.statements, tally.statements.join(' ')).to.equal(5);
     // Cold, the login and membership check is a transaction of its own: the tally sees it.
     expect(cold).to.deep.equal([2, 1, 1]);
   });

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { Agent, request as httpRequest } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,17 +51,33 @@ describe('the service process', () => {
   it('finishes a request in flight when told to stop', async function () {
     this.timeout(60_000);
     const { url } = await start({});
-    // Register hashes a password (cost 10) on a worker: a request that is certainly still running at SIGTERM.
-    const inFlight = fetch(`${url}/api/v1/auth/register`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ email: 'late@example.test', password: 'a long enough password', name: 'Late' }),
-    });
-    await new Promise((r) => setTimeout(r, 20));
+    // One kept-alive connection: a first request answered proves the service accepted it, so the next one,
+    // written whole on it before the signal, is the service's to finish (a connection still in the
+    // listener's queue when it closes would be reset, whatever the service does).
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    /** Answers the status; `onWritten` hears when the whole request is on the socket. */
+    const call = (method: string, path: string, body?: string, onWritten?: () => void) =>
+      new Promise<number>((resolve, reject) => {
+        const headers = body ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } : {};
+        const req = httpRequest(`${url}${path}`, { method, agent, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject);
+        if (onWritten) req.on('finish', onWritten);
+        req.end(body);
+      });
+    expect(await call('GET', '/api/health')).to.equal(200);
+    // Register hashes a password (cost 12) on a worker: a request that is certainly still running at SIGTERM.
+    let written!: () => void;
+    const registerWritten = new Promise<void>((resolve) => (written = resolve));
+    const inFlight = call('POST', '/api/v1/auth/register', JSON.stringify({ email: 'late@example.test', password: 'a long enough password', name: 'Late' }), written);
+    await registerWritten;
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
     child!.kill('SIGTERM');
-    const res = await inFlight;
-    expect(res.status).to.equal(201);
+    const status = await inFlight;
+    agent.destroy();
+    expect(status).to.equal(201);
     expect(await exited).to.equal(0);
   });
 

@@ -41,6 +41,18 @@ describe('npm run spec:diff', function () {
     expect(out).to.match(/FAIL \d+ breaking change\(s\) under \/v1 not announced/);
   });
 
+  it('fails on a response field that may now be null, and passes a request field that may', () => {
+    const widened = diff((doc) => {
+      schemas(doc).TokenPair.properties.token_type = { ...schemas(doc).TokenPair.properties.token_type, type: ['string', 'null'] };
+    });
+    expect(widened.status, widened.out).to.equal(1);
+    expect(widened.out).to.match(/POST \/v1\/auth\/login \(login\)\n(.*\n)*? {2}breaking .*\(a response type widened: clients meet values they were told never come\) +at responses\.200\.content\.application\/json\.schema\.properties\.token_type\.type/);
+    const request = diff((doc) => {
+      schemas(doc).LoginRequest.properties.email = { ...schemas(doc).LoginRequest.properties.email, type: ['string', 'null'] };
+    });
+    expect(request.out).to.not.contain('a response type widened');
+  });
+
   it('fails on a new required request field', () => {
     const { status, out } = diff((doc) => {
       schemas(doc).LoginRequest.properties.otp = { type: 'string' };

@@ -390,6 +390,60 @@ describe('webhooks', () => {
 });
 
 describe('webhooks across instances', () => {
+  it('an endpoint that hangs holds at most its share of the slots: another tenant\'s deliveries go on', async () => {
+    const h = await getHarness();
+    const bus = new EventBus();
+    const { app } = buildApp({ ...h.deps, bus });
+    const hanging = await startReceiver({ behave: () => 'hang' });
+    const fast = await startReceiver();
+    // Four slots, two for a slow endpoint; an attempt gives up after a second (slow: over half of that).
+    const dispatcher = new WebhookDispatcher({
+      database: h.database,
+      logger: pino({ level: 'silent' }),
+      bus,
+      mailer: h.deps.mailer,
+      allowPrivate: true,
+      timeoutMs: 1000,
+      leaseMs: 10_000,
+      retryDelaysMs: [3_600_000],
+      concurrency: 4,
+      endpointConcurrency: 2,
+      pollMs: 50,
+    });
+    try {
+      const a = await createTenant();
+      const b = await createTenant();
+      for (const [t, r] of [[a, hanging], [b, fast]] as const) {
+        const hook = (await request(app).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: r.url, events: ['message.created'] }).expect(201)).body;
+        r.secrets.push(hook.secret);
+      }
+      const convA = await createConversation(a, {}, a.owner.accessToken, app);
+      const convB = await createConversation(b, {}, b.owner.accessToken, app);
+      // The cursor exists before the messages (a first pass starts at the head of the feed).
+      await dispatcher.fanOutOnce();
+      // Twelve deliveries to the hanging endpoint are older than the six to the fast one.
+      for (let i = 0; i < 12; i++) {
+        await request(app).post('/api/v1/messages').set(bearer(a.owner.accessToken)).send({ conversation_id: convA.id, content: `a ${i}` }).expect(201);
+      }
+      const sent: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        sent.push((await request(app).post('/api/v1/messages').set(bearer(b.owner.accessToken)).send({ conversation_id: convB.id, content: `b ${i}` }).expect(201)).body.id);
+      }
+      dispatcher.start();
+      await fast.until((got) => sent.every((id) => got.some((d) => d.verified?.data?.message?.id === id && d.answered === 200)), 15_000);
+      // The first round took every slot (nothing was known of the endpoint yet); once its attempts timed
+      // out, it got two slots at a time and the fast endpoint the rest. Without the cap, the fast
+      // endpoint would have waited for all twelve first attempts (three rounds of timeouts).
+      const attemptedA = new Set(hanging.received.map((d) => d.id)).size;
+      expect(attemptedA).to.be.at.least(4).and.below(12);
+    } finally {
+      await dispatcher.stop();
+      await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', 'in', [hanging.url, fast.url]).execute());
+      await hanging.close();
+      await fast.close();
+    }
+  });
+
   it('a commit on one instance wakes the dispatcher of another through Redis, long before its poll', async function () {
     if (!process.env.REDIS_URL) this.skip();
     const h = await getHarness();

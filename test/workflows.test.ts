@@ -350,6 +350,24 @@ describe('workflows', () => {
       expect((await finishedRuns(t, wf.id))[0]!.status).to.equal('succeeded');
     });
 
+    it('rotate-secret: the old secret signs beside the new for a day, then only the new', async () => {
+      const t = await tenant();
+      const r = await receiver();
+      const wf = await createWorkflow(t, { trigger: { type: 'conversation.created' }, actions: [{ type: 'webhook', url: r.url }] });
+      const rotated = (await request(app).post(`/api/v1/workflows/${wf.id}/rotate-secret`).set(bearer(t.owner.accessToken)).expect(200)).body;
+      expect(rotated.secret).to.match(/^whsec_/).and.not.equal(wf.secret);
+      expect(Date.parse(rotated.previous_secret_expires_at) - Date.now()).to.be.closeTo(24 * 3_600_000, 60_000);
+      r.secrets.push(wf.secret, rotated.secret);
+      await createConversation(t, {}, t.owner.accessToken, app);
+      await r.until((got) => got.length === 1);
+      expect(r.received[0]!.verifiedBy).to.have.members([wf.secret, rotated.secret]);
+      await h.database.asSystem((trx) => trx.updateTable('workflows').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', wf.id).execute());
+      await createConversation(t, {}, t.owner.accessToken, app);
+      await r.until((got) => got.length === 2);
+      expect(r.received[1]!.verifiedBy).to.deep.equal([rotated.secret]);
+      expectProblem(await request(app).post(`/api/v1/workflows/${wf.id}/rotate-secret`).set(bearer((await tenant()).owner.accessToken)), 404, 'ERR_NOT_FOUND');
+    });
+
     it('a webhook action never reaches a loopback address unless allowed: a refusal fails the run at once', async () => {
       const strict = newRunner({ allowPrivate: false });
       extraRunners.push(strict);

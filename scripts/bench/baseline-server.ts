@@ -2,6 +2,7 @@
 // app's work transaction sent for each endpoint (captured by conversations.ts: the tenant's set_config,
 // then the work; for a list page, the page query alone, without a total), with the same JWT check. What
 // the app costs beyond this is express, the validator, Kysely, the total and our own code.
+import { createSecretKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import jwt from 'jsonwebtoken';
@@ -21,7 +22,8 @@ interface Captured {
 }
 
 const captured = JSON.parse(readFileSync(process.env.BASELINE_CAPTURE!, 'utf8')) as Captured;
-const secret = process.env.JWT_SECRET!;
+// A key object, as the app's TokenService keeps: a string is tried as a PEM key at every verify.
+const secret = createSecretKey(Buffer.from(process.env.JWT_SECRET!, 'utf8'));
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_MAX ?? 10) });
 
 async function replay(statements: Statement[], rewrite: (p: unknown) => unknown): Promise<unknown[]> {

@@ -72,7 +72,7 @@ function load(endpoint: Endpoint, url: string, token: string, conversationIds: s
 const database = await openDatabase({ databaseUrl, dataDir: tmpdir(), poolMax: 4 });
 await migrateToLatest(database.db);
 console.log(`conversations benchmark: ${cpus().length} cores, ${seconds} s per run, ${connections} connections, PostgreSQL\n`);
-console.log('size   endpoint                          server                 req/s   p50 ms   p99 ms  non-2xx  of ideal');
+console.log('size   endpoint                          server                 req/s   p50 ms   p99 ms  non-2xx  CPU µs/req  of ideal');
 const figures: Figures = {};
 
 for (const size of sizes) {
@@ -107,16 +107,23 @@ for (const size of sizes) {
   // of them before the next: the sends, which add messages, come last, so every server reads the same data.
   const appOff = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
   const baseline = await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile });
-  const servers: [string, string][] = [
-    ['app, validation on', app.url],
-    ['app, validation off', appOff.url],
-    ['ideal node:http+pg', baseline.url],
+  const servers: [string, string, () => number][] = [
+    ['app, validation on', app.url, app.cpuSeconds],
+    ['app, validation off', appOff.url, appOff.cpuSeconds],
+    ['ideal node:http+pg', baseline.url, baseline.cpuSeconds],
   ];
   const label = size >= 1_000_000 ? `${size / 1_000_000}M` : `${size / 1000}k`;
   console.log(`(${label}: seeded in ${(seedMs / 1000).toFixed(1)} s)`);
   for (const endpoint of ['list', 'listOpen', 'get', 'post'] as const) {
     const results: [string, autocannon.Result][] = [];
-    for (const [server, url] of servers) results.push([server, await load(endpoint, url, token, conversationIds)]);
+    // Each server's own CPU per answered request (the servers take turns, so the time is its own).
+    const cpuPerRequest = new Map<string, number>();
+    for (const [server, url, cpuSeconds] of servers) {
+      const before = cpuSeconds();
+      const result = await load(endpoint, url, token, conversationIds);
+      cpuPerRequest.set(server, ((cpuSeconds() - before) * 1e6) / Math.max(1, result.requests.total));
+      results.push([server, result]);
+    }
     const base = results.find(([n]) => n.startsWith('ideal'))![1];
     const on = results.find(([n]) => n.endsWith('on'))![1];
     for (const [server, x] of results) {
@@ -125,9 +132,10 @@ for (const size of sizes) {
       figures[`${key}.req_s`] = Math.round(x.requests.average);
       figures[`${key}.p50_ms`] = x.latency.p50;
       figures[`${key}.p99_ms`] = x.latency.p99;
+      figures[`${key}.cpu_us_per_request`] = Math.round(cpuPerRequest.get(server)!);
       if (!server.startsWith('ideal')) figures[`${key}.ratio_of_ideal`] = Number(ratio.toFixed(3));
       console.log(
-        `${label.padEnd(6)} ${ENDPOINTS[endpoint].padEnd(33)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(7)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}  ${String(x.non2xx).padStart(7)}  ${server.startsWith('ideal') ? '' : ratio.toFixed(2).padStart(8)}`,
+        `${label.padEnd(6)} ${ENDPOINTS[endpoint].padEnd(33)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(7)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}  ${String(x.non2xx).padStart(7)}  ${Math.round(cpuPerRequest.get(server)!).toString().padStart(9)}  ${server.startsWith('ideal') ? '' : ratio.toFixed(2).padStart(8)}`,
       );
     }
     const off = results.find(([n]) => n.endsWith('off'))![1];
@@ -179,11 +187,13 @@ async function captureStatements(token: string, tenantId: string, conversationId
       if (!res.ok) throw new Error(`capture: ${res.status} ${await res.text()}`);
     }
     const start = sink.findLastIndex((s) => s.sql.startsWith('select set_config('));
-    return sink.slice(start);
+    // The baseline begins and commits itself: a captured commit replayed would be a round trip more.
+    return sink.slice(start).filter((s) => !/^\s*(commit|rollback)\s*$/i.test(s.sql));
   };
-  // A list page's ideal is the tenant and the page query alone: no total.
+  // A list page's ideal is the tenant and the page query alone: no total. The app reads its exact total in
+  // the page's statement (a column from the counter rows): the ideal's copy leaves that column out.
   const pageOnly = (statements: { sql: string; params: unknown[] }[]) =>
-    statements.filter((s, i) => i === 0 || (s.sql.includes('from "conversations"') && / limit \$\d+/.test(s.sql) && !s.sql.includes('count(')));
+    statements.filter((s, i) => i === 0 || (s.sql.includes('from "conversations"') && / limit \$\d+/.test(s.sql) && !s.sql.includes('count('))).map(withoutTotal);
   const captured = {
     tenantId,
     conversationId,
@@ -201,4 +211,23 @@ async function captureStatements(token: string, tenantId: string, conversationId
   await passwords.close();
   await db.close();
   return captured;
+}
+
+/** The statement without its `total_count` column (a subquery) and that subquery's parameters, renumbered. */
+function withoutTotal(statement: { sql: string; params: unknown[] }): { sql: string; params: unknown[] } {
+  const start = statement.sql.indexOf(', (select coalesce(sum("n"), 0) as "total" from "conversation_counts"');
+  if (start === -1) return statement;
+  let depth = 0;
+  let end = start + 2;
+  for (; end < statement.sql.length; end++) {
+    if (statement.sql[end] === '(') depth++;
+    else if (statement.sql[end] === ')' && --depth === 0) break;
+  }
+  const alias = ' as "total_count"';
+  if (statement.sql.slice(end + 1, end + 1 + alias.length) !== alias) throw new Error('capture: the total_count column is not where it was expected');
+  const removed = new Set([...statement.sql.slice(start, end + 1).matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+  const kept = statement.params.filter((_, i) => !removed.has(i + 1));
+  const renumber = (n: number) => n - [...removed].filter((r) => r < n).length;
+  const sql = (statement.sql.slice(0, start) + statement.sql.slice(end + 1 + alias.length)).replace(/\$(\d+)/g, (_, n: string) => `$${renumber(Number(n))}`);
+  return { sql, params: kept };
 }

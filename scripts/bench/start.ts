@@ -1,5 +1,6 @@
 // Start to healthy on the embedded default (PGlite under DATA_DIR), beside PGlite alone, in one run:
-//   first start   the service on an empty data directory, from spawn until /api/health answers
+//   first start   the service on an empty data directory, from spawn until /api/health answers, with the
+//                 PGlite template built at install (the default) and without it (PGLITE_TEMPLATE=false)
 //                 beside: a process that creates PGlite in an empty directory and runs one query
 //   restart       the service again on that directory; beside: a process reopening a PGlite directory
 // Also timed, to show where the time goes: a process that only loads the service's modules, and one
@@ -70,6 +71,13 @@ for (let r = 0; r < rounds; r++) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-start-'));
   const env = { DATA_DIR: dataDir, DATABASE_URL: undefined, REDIS_URL: undefined, HOST: '127.0.0.1' };
   let port = await freePort();
+  const coldDir = mkdtempSync(join(tmpdir(), 'bench-start-cold-'));
+  add(
+    'service.first_start_without_template_ms',
+    await timed(['src/server.ts'], { ...env, DATA_DIR: coldDir, PGLITE_TEMPLATE: 'false', PORT: String(port) }, `http://127.0.0.1:${port}/api/health`),
+  );
+  rmSync(coldDir, { recursive: true, force: true });
+  port = await freePort();
   add('service.first_start_ms', await timed(['src/server.ts'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
   port = await freePort();
   add('service.restart_ms', await timed(['src/server.ts'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
@@ -81,10 +89,11 @@ for (let r = 0; r < rounds; r++) {
 
 const m = Object.fromEntries(Object.entries(figures).map(([k, xs]) => [k, Math.round(median(xs))]));
 const first = m['service.first_start_ms']! / m['pglite.create_ms']!;
+const cold = m['service.first_start_without_template_ms']! / m['pglite.create_ms']!;
 const restart = m['service.restart_ms']! / m['pglite.reopen_ms']!;
 console.log(`start benchmark: ${cpus().length} cores, median of ${rounds} rounds, embedded PGlite\n`);
 console.log('what                                          ms');
 for (const [k, v] of Object.entries(m)) console.log(`${k.padEnd(40)} ${String(v).padStart(7)}`);
-console.log(`\nfirst start: ${first.toFixed(2)}x PGlite creating and opening an empty directory`);
+console.log(`\nfirst start: ${first.toFixed(2)}x PGlite creating and opening an empty directory (${cold.toFixed(2)}x without the template)`);
 console.log(`restart:     ${restart.toFixed(2)}x PGlite reopening it`);
-writeResults('start', { ...m, 'ratio.first_start_of_pglite_create': Number(first.toFixed(2)), 'ratio.restart_of_pglite_reopen': Number(restart.toFixed(2)) }, { rounds });
+writeResults('start', { ...m, 'ratio.first_start_of_pglite_create': Number(first.toFixed(2)), 'ratio.first_start_without_template_of_pglite_create': Number(cold.toFixed(2)), 'ratio.restart_of_pglite_reopen': Number(restart.toFixed(2)) }, { rounds });

@@ -36,6 +36,11 @@ export async function startProcess(script: string, env: Record<string, string>) 
     url,
     /** The process's resident memory, in KiB. */
     rssKiB: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]),
+    /** CPU time the process has used (user + system), in seconds (Linux clock ticks of 10 ms). */
+    cpuSeconds: () => {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

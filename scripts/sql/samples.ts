@@ -47,6 +47,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     listLiveApiKeys: [PAGE],
     revokeApiKey: ['key', NOW],
     replaceApiKeySecret: ['key', { prefix: 'p', key_hash: BYTES }, NOW],
+    replaceBotKeySecret: ['bot', { prefix: 'p', key_hash: BYTES }, NOW],
     findLiveApiKeyByHash: [BYTES],
     touchApiKey: ['key', NOW],
   }),
@@ -121,6 +122,7 @@ export const samples: Record<string, Record<string, unknown>> = {
         now: NOW,
       },
     ],
+    tenantsWithBots: [],
     listBots: [PAGE],
     findBot: { cases: { read: ['bot'], lock: ['bot', { lock: true }] } },
     updateBot: ['bot', { name: 'n', enabled: false, settings: {} }, NOW],
@@ -164,10 +166,16 @@ export const samples: Record<string, Record<string, unknown>> = {
         now: NOW,
       },
     ],
-    updateConversation: ['conv', { status: 'closed', closed_at: NOW }, NOW],
+    updateConversation: {
+      cases: {
+        'a change': ['conv', { status: 'closed', closed_at: NOW }, NOW],
+        'a message counted': ['conv', { last_message: 'hi', last_message_at: NOW, last_activity_at: NOW }, NOW, { countMessage: true }],
+      },
+    },
     listConversations: {
       cases: {
         'first page': ['usr', {}, PAGE],
+        'first page with its exact total (counted filters)': ['usr', { status: 'open', assignedUserId: null }, PAGE, { status: 'open', assignedUserId: null }],
         'every filter, after a cursor': [
           'usr',
           { status: 'open', assignedUserId: null, departmentId: 'd', priority: 'high', visitorId: 'vis', contactId: 'ct', q: 'q' },
@@ -253,7 +261,7 @@ export const samples: Record<string, Record<string, unknown>> = {
         "the visitor's view, before a cursor": ['conv', { limit: 20, before: AFTER }, { publicOnly: true }],
       },
     },
-    countMessage: { cases: { 'by someone': [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: 'usr' }], 'by no one (system)': [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: null }] } },
+    countOwnMessage: [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: 'usr' }],
     upsertReadMark: [{ tenant_id: 'tn', conversation_id: 'conv', reader_id: 'usr', last_read_at: NOW }],
     claimIdempotencyKey: {
       cases: {
@@ -319,9 +327,10 @@ export const samples: Record<string, Record<string, unknown>> = {
     ensureCursor: ['webhooks', { txid: '1', position: 1 }],
     lockCursor: ['webhooks'],
     advanceCursor: ['webhooks', { txid: '2', position: 2 }],
+    tenantsWithEnabledWebhooks: [],
     enabledWebhooksOf: [['tn', 'tn2']],
     insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
-    claimDueDeliveries: [10, 'token', 15_000],
+    claimDueDeliveries: { cases: { 'any endpoint': [10, 'token', 15_000], 'but slow ones at their cap': [10, 'token', 15_000, ['whk', 'whk2']] } },
     recordSuccess: ['whd', 'token', 200],
     recordSuccesses: [[{ id: 'whd', lockToken: 'token', statusCode: 200 }, { id: 'whd2', lockToken: 'token', statusCode: 204 }]],
     releaseClaims: [[{ id: 'whd', lockToken: 'token' }, { id: 'whd2', lockToken: 'token' }]],
@@ -337,9 +346,11 @@ export const samples: Record<string, Record<string, unknown>> = {
     insertWorkflow: [
       { id: 'wf', tenant_id: 'tn', name: 'n', enabled: true, trigger_type: 'conversation.closed', trigger: { type: 'conversation.closed' }, conditions: [], actions: [{ type: 'close' }], secret: 'whsec_x', now: NOW },
     ],
+    tenantsWithEnabledWorkflows: [],
     listWorkflows: [PAGE],
     findWorkflow: ['wf'],
     updateWorkflow: ['wf', { enabled: false, trigger: { type: 'conversation.created' }, trigger_type: 'conversation.created', actions: [{ type: 'close' }] }, NOW],
+    rotateWorkflowSecret: ['wf', 'whsec_new', NOW, NOW],
     deleteWorkflow: ['wf'],
     listRuns: { cases: { first: ['wf', {}, { limit: 20 }], 'by status, next page': ['wf', { status: 'failed' }, { limit: 20, before: AFTER }] } },
     idleConversations: ['tn', 10, NOW, 500],

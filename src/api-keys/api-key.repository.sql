@@ -81,6 +81,16 @@ returning
   "rotated_at",
   "last_used_at";
 
+-- api-key.replaceBotKeySecret
+update "api_keys"
+set
+  "prefix" = $1,
+  "key_hash" = $2,
+  "rotated_at" = $3
+where
+  "bot_id" = $4
+  and "revoked_at" is null;
+
 -- api-key.findLiveApiKeyByHash
 select
   "id",

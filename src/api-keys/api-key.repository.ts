@@ -40,6 +40,17 @@ export async function replaceApiKeySecret(trx: Tx, id: string, secret: { prefix:
     .executeTakeFirst();
 }
 
+/** A bot's key gets a new value (the old one stops working at once); false when the bot has no live key. */
+export async function replaceBotKeySecret(trx: Tx, botId: string, secret: { prefix: string; key_hash: Buffer }, now: Date): Promise<boolean> {
+  const result = await trx
+    .updateTable('api_keys')
+    .set({ ...secret, rotated_at: now })
+    .where('bot_id', '=', botId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** Authentication lookup, across tenants (system role). */
 export async function findLiveApiKeyByHash(trx: Tx, hash: Buffer) {
   return trx

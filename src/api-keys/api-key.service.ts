@@ -50,6 +50,12 @@ export async function createBotKey(trx: Tx, bot: { id: string; tenant_id: string
   return value.key;
 }
 
+/** A bot's key gets a new value, answered once; undefined when the bot has no live key. */
+export async function rotateBotKey(trx: Tx, botId: string): Promise<string | undefined> {
+  const value = newKeyValue();
+  return (await repo.replaceBotKeySecret(trx, botId, { prefix: value.prefix, key_hash: value.key_hash }, new Date())) ? value.key : undefined;
+}
+
 export class ApiKeyService {
   readonly #database: Database;
 

@@ -3,7 +3,7 @@ import { DEFAULT_PAGE_SIZE } from '../shared/pagination.ts';
 import { requirePrincipal, requireUser } from '../shared/principal.ts';
 import type { BotService } from './bot.service.ts';
 
-type BotOps = 'listBots' | 'createBot' | 'getBot' | 'updateBot' | 'deleteBot';
+type BotOps = 'listBots' | 'createBot' | 'getBot' | 'updateBot' | 'deleteBot' | 'rotateBotKey' | 'rotateBotSecret';
 
 const pageOf = (query: { limit?: number; offset?: number }) => ({ limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 });
 
@@ -13,4 +13,6 @@ export const botHandlers = (bots: BotService): Pick<Handlers, BotOps> => ({
   getBot: async ({ principal, params }) => ({ status: 200, body: await bots.get(requirePrincipal(principal), params.id) }),
   updateBot: async ({ principal, params, body }) => ({ status: 200, body: await bots.update(requirePrincipal(principal), params.id, body) }),
   deleteBot: async ({ principal, params }) => ({ status: 200, body: await bots.remove(requirePrincipal(principal), params.id) }),
+  rotateBotKey: async ({ principal, params }) => ({ status: 200, body: await bots.rotateKey(requirePrincipal(principal), params.id) }),
+  rotateBotSecret: async ({ principal, params }) => ({ status: 200, body: await bots.rotateSecret(requirePrincipal(principal), params.id) }),
 });

@@ -21,6 +21,12 @@ values
 returning
   *;
 
+-- bot.tenantsWithBots
+select distinct
+  "tenant_id"
+from
+  "bots";
+
 -- bot.listBots [1/2]
 select
   *

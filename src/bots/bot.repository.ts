@@ -31,6 +31,12 @@ export async function insertBot(
     .executeTakeFirstOrThrow();
 }
 
+/** The tenants with a bot, deleted ones included: their conversations may still be the bot's (the runner's TenantInterest). */
+export async function tenantsWithBots(trx: Tx): Promise<string[]> {
+  const rows = await trx.selectFrom('bots').select('tenant_id').distinct().execute();
+  return rows.map((r) => r.tenant_id);
+}
+
 export async function listBots(trx: Tx, page: { limit: number; offset: number }) {
   return offsetPage(trx.selectFrom('bots').selectAll().orderBy('created_at').orderBy('id'), page);
 }
@@ -44,7 +50,9 @@ export async function findBot(trx: Tx, id: string, options: { lock?: boolean } =
 export async function updateBot(
   trx: Tx,
   id: string,
-  changes: Partial<Pick<Bot, 'name' | 'avatar_url' | 'webhook_url' | 'enabled' | 'handoff_department_id'>> & { settings?: Record<string, unknown> },
+  changes: Partial<Pick<Bot, 'name' | 'avatar_url' | 'webhook_url' | 'enabled' | 'handoff_department_id' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>> & {
+    settings?: Record<string, unknown>;
+  },
   now: Date,
 ) {
   const { settings, ...rest } = changes;

@@ -16,6 +16,8 @@ import * as repo from './bot.repository.ts';
 import { DEFAULT_LLM_TIMEOUT_MS, llmSettingsOf } from './bot.service.ts';
 import { type FaqEntry, decideFaq } from './faq.ts';
 import { type ChatTurn, DEFAULT_SYSTEM_PROMPT, type LlmClient, createLlmClient } from './llm.client.ts';
+import type { TenantInterest } from '../events/tenant-interest.ts';
+import { SealedSecretError, type SecretBox } from '../shared/secret-box.ts';
 
 /** The runner's row in feed_cursors. */
 export const BOT_CURSOR = 'bots';
@@ -39,6 +41,10 @@ export interface BotRunnerOptions {
   pollMs?: number;
   leaseMs?: number;
   batch?: number;
+  /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
+  interest?: TenantInterest | undefined;
+  /** Opens an llm bot's sealed API key: a box of the key the BotService sealed it with. */
+  secrets: SecretBox;
   /** Replaces the HTTP transports (tests). */
   transport?: Transport;
   llm?: LlmClient;
@@ -71,13 +77,15 @@ function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */
 export class BotRunner {
-  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics'>>;
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest' | 'secrets'>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #llm: LlmClient;
   readonly #own: boolean[];
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
+  readonly #interest: TenantInterest | undefined;
+  readonly #secrets: SecretBox;
   #stopped = false;
   #running: Promise<void> | undefined;
   #again = false;
@@ -102,12 +110,14 @@ export class BotRunner {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
+    this.#interest = options.interest;
+    this.#secrets = options.secrets;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
   start(): void {
     if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    this.#unsubscribe = this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake());
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
   }
@@ -157,10 +167,10 @@ export class BotRunner {
     return this.#o.database.asSystem(async (trx) => {
       let cursor = await repo.lockCursor(trx, BOT_CURSOR);
       if (!cursor) {
-        await repo.ensureCursor(trx, BOT_CURSOR, await feedHead(trx));
+        await repo.ensureCursor(trx, BOT_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
         cursor = (await repo.lockCursor(trx, BOT_CURSOR))!;
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
       const last = page.rows.at(-1);
       if (!last) return { read: 0, queued: 0, more: false, heldBack: page.heldBack };
       const relevant = page.rows.filter(
@@ -214,7 +224,7 @@ export class BotRunner {
     try {
       outcome =
         delivery.bot.kind === 'webhook'
-          ? await this.#transport.post(delivery.bot.webhook_url!, signedHeaders(delivery.event_id, delivery.body, [delivery.bot.secret]), delivery.body)
+          ? await this.#transport.post(delivery.bot.webhook_url!, signedHeaders(delivery.event_id, delivery.body, secretsOf(delivery.bot)), delivery.body)
           : await this.#runBuiltIn(delivery);
     } catch (err) {
       this.#o.logger.warn({ err, delivery: delivery.id, bot: delivery.bot_id }, 'a built-in bot failed; the delivery is retried');
@@ -248,8 +258,11 @@ export class BotRunner {
           : handoff(decision.reason === 'asked_for_person' ? 'The visitor asked for a person.' : 'The FAQ bot found no answer.');
     } else {
       const settings = llmSettingsOf(bot);
+      const apiKey = settings && this.#openApiKey(settings.api_key, bot.id);
       if (!settings) {
         action = handoff('The LLM bot has no settings.');
+      } else if (apiKey === undefined) {
+        action = handoff('The LLM bot cannot read its API key.');
       } else {
         const history = (await messages.list(asBot, conversationId, { limit: LLM_CONTEXT_MESSAGES })).data.reverse();
         const turns: ChatTurn[] = [{ role: 'system', content: settings.system_prompt ?? DEFAULT_SYSTEM_PROMPT }];
@@ -257,7 +270,7 @@ export class BotRunner {
           if (m.internal || m.type === 'system' || m.type === 'survey') continue;
           turns.push({ role: m.sender_type === 'visitor' ? 'user' : 'assistant', content: m.content });
         }
-        const answer = await this.#llm.complete({ ...settings, timeout_ms: settings.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS }, turns);
+        const answer = await this.#llm.complete({ ...settings, api_key: apiKey, timeout_ms: settings.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS }, turns);
         action = answer.kind === 'reply' ? reply(answer.content) : handoff(`The LLM bot handed off: ${answer.reason}.`);
       }
     }
@@ -273,6 +286,17 @@ export class BotRunner {
     return { statusCode: null, error: null };
   }
 
+  /** The key in the clear, or undefined when it was sealed under another key (SECRETS_KEY changed). */
+  #openApiKey(stored: string, botId: string): string | undefined {
+    try {
+      return this.#secrets.open(stored);
+    } catch (err) {
+      if (!(err instanceof SealedSecretError)) throw err;
+      this.#o.logger.error({ err, bot: botId }, 'an llm bot cannot open its API key: set it again (PATCH /v1/bots/{id}) or restore the SECRETS_KEY it was sealed with');
+      return undefined;
+    }
+  }
+
   async #cannedResponses(asBot: Principal): Promise<FaqEntry[]> {
     const entries: FaqEntry[] = [];
     // Up to 1,000 responses: an FAQ larger than that wants a search index, not this loop.
@@ -283,4 +307,9 @@ export class BotRunner {
     }
     return entries;
   }
+}
+
+/** The secrets that sign a delivery: the bot's, and the one before a rotation while its overlap lasts. */
+function secretsOf(bot: { secret: string; previous_secret: string | null; previous_secret_expires_at: Date | null }): string[] {
+  return bot.previous_secret && bot.previous_secret_expires_at && bot.previous_secret_expires_at.getTime() > Date.now() ? [bot.secret, bot.previous_secret] : [bot.secret];
 }

@@ -1,19 +1,20 @@
 import type { components } from '../../generated/api.ts';
-import { createBotKey } from '../api-keys/api-key.service.ts';
+import { createBotKey, rotateBotKey } from '../api-keys/api-key.service.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { Bot, BotState } from '../db/schema.ts';
 import { AppError, forbidden, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { pageOf } from '../shared/pagination.ts';
 import type { Principal, UserPrincipal } from '../shared/principal.ts';
-import { type WebhookPolicy, newWebhookSecret, urlRefusal } from '../webhooks/webhook.service.ts';
+import { SECRET_OVERLAP_MS, type WebhookPolicy, newWebhookSecret, urlRefusal } from '../webhooks/webhook.service.ts';
 import * as repo from './bot.repository.ts';
+import type { SecretBox } from '../shared/secret-box.ts';
 
 type S = components['schemas'];
 
 export const DEFAULT_LLM_TIMEOUT_MS = 5000;
 
-/** What an `llm` bot keeps in its settings; api_key is written here and never answered. */
+/** What an `llm` bot keeps in its settings; api_key is stored sealed (src/shared/secret-box.ts) and never answered. */
 export interface LlmSettings {
   base_url: string;
   model: string;
@@ -61,10 +62,14 @@ export const botInTransaction = (trx: Tx, id: string): Promise<Bot | undefined> 
 export class BotService {
   readonly #database: Database;
   readonly #policy: WebhookPolicy;
+  /** Seals an llm bot's API key before it is stored (the runner opens it to call the provider). */
+  readonly #secrets: SecretBox;
+  readonly #changeListeners = new Set<() => void>();
 
-  constructor(deps: { database: Database; policy: WebhookPolicy }) {
+  constructor(deps: { database: Database; policy: WebhookPolicy; secrets: SecretBox }) {
     this.#database = deps.database;
     this.#policy = deps.policy;
+    this.#secrets = deps.secrets;
   }
 
   // Bot URLs go where webhooks go, under the same rule.
@@ -77,6 +82,12 @@ export class BotService {
   async list(principal: Principal, page: { limit: number; offset: number }): Promise<S['BotList']> {
     const { rows, total } = await this.#database.withTenant(principal.tenantId, (trx) => repo.listBots(trx, page));
     return { data: rows.map(toBotDto), pagination: pageOf(total, page, rows.length) };
+  }
+
+  /** Told after a bot was created through this instance (the runner's TenantInterest). */
+  onBotsChanged(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
   }
 
   async get(principal: Principal, id: string): Promise<S['Bot']> {
@@ -93,7 +104,7 @@ export class BotService {
     this.#checkUrl('webhook_url', input.webhook_url);
     this.#checkUrl('avatar_url', input.avatar_url);
     this.#checkUrl('llm/base_url', input.llm?.base_url);
-    return this.#database.withTenant(user.tenantId, async (trx) => {
+    const created = await this.#database.withTenant(user.tenantId, async (trx) => {
       if (input.handoff_department_id && !(await repo.departmentExists(trx, input.handoff_department_id))) throw invalidDepartment();
       const bot = await repo.insertBot(trx, {
         id: newId('bot'),
@@ -105,12 +116,14 @@ export class BotService {
         enabled: input.enabled ?? true,
         secret: newWebhookSecret(),
         handoff_department_id: input.handoff_department_id ?? null,
-        settings: input.llm ? { llm: input.llm } : {},
+        settings: input.llm ? { llm: { ...input.llm, api_key: this.#secrets.seal(input.llm.api_key) } } : {},
         now: new Date(),
       });
       const apiKey = await createBotKey(trx, bot, user.userId);
       return { ...toBotDto(bot), api_key: apiKey, secret: bot.secret };
     });
+    for (const listener of this.#changeListeners) listener();
+    return created;
   }
 
   async update(principal: Principal, id: string, input: S['BotUpdate']): Promise<S['Bot']> {
@@ -122,7 +135,9 @@ export class BotService {
       if (!current) throw notFound('Bot');
       if (input.llm && current.kind !== 'llm') throw invalidInput({ field: 'llm', message: 'is only for an llm bot' });
       if (input.handoff_department_id && !(await repo.departmentExists(trx, input.handoff_department_id))) throw invalidDepartment();
-      const llm = input.llm ? { ...llmSettingsOf(current)!, ...input.llm } : undefined;
+      const llm = input.llm
+        ? { ...llmSettingsOf(current)!, ...input.llm, ...(input.llm.api_key !== undefined ? { api_key: this.#secrets.seal(input.llm.api_key) } : {}) }
+        : undefined;
       const updated = await repo.updateBot(
         trx,
         id,
@@ -137,6 +152,29 @@ export class BotService {
         new Date(),
       );
       return toBotDto(updated);
+    });
+  }
+
+  /** A new API key for the bot, answered once; the old one stops working at once. */
+  async rotateKey(principal: Principal, id: string): Promise<S['BotKey']> {
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      if (!(await repo.findBot(trx, id, { lock: true }))) throw notFound('Bot');
+      const apiKey = await rotateBotKey(trx, id);
+      if (!apiKey) throw notFound('Bot');
+      return { api_key: apiKey };
+    });
+  }
+
+  /** A new signing secret; the old one signs beside it for SECRET_OVERLAP_MS, as a webhook's does. */
+  async rotateSecret(principal: Principal, id: string): Promise<S['WebhookSecret']> {
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      const current = await repo.findBot(trx, id, { lock: true });
+      if (!current) throw notFound('Bot');
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + SECRET_OVERLAP_MS);
+      const secret = newWebhookSecret();
+      await repo.updateBot(trx, id, { secret, previous_secret: current.secret, previous_secret_expires_at: expiresAt }, now);
+      return { secret, previous_secret_expires_at: expiresAt.toISOString() };
     });
   }
 

@@ -87,7 +87,7 @@ values
     $15
   );
 
--- conversation.updateConversation
+-- conversation.updateConversation (a change)
 update "conversations"
 set
   "status" = $1,
@@ -95,6 +95,17 @@ set
   "updated_at" = $3
 where
   "id" = $4;
+
+-- conversation.updateConversation (a message counted)
+update "conversations"
+set
+  "last_message" = $1,
+  "last_message_at" = $2,
+  "last_activity_at" = $3,
+  "updated_at" = $4,
+  "message_count" = message_count + 1
+where
+  "id" = $5;
 
 -- conversation.listConversations (first page)
 select
@@ -140,6 +151,63 @@ limit
   $2
 offset
   $3;
+
+-- conversation.listConversations (first page with its exact total (counted filters))
+select
+  *,
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
+  ) as "unread_count",
+  (
+    select
+      json_build_object(
+        'rating',
+        s.rating,
+        'comment',
+        s.comment,
+        'answered_at',
+        s.answered_at
+      )
+    from
+      surveys s
+    where
+      s.conversation_id = conversations.id
+      and s.status = 'answered'
+    order by
+      s.answered_at desc
+    limit
+      1
+  ) as "satisfaction",
+  (
+    select
+      coalesce(sum("n"), 0) as "total"
+    from
+      "conversation_counts"
+    where
+      "status" = $2
+      and "assignee_key" = $3
+  ) as "total_count"
+from
+  "conversations"
+where
+  "status" = $4
+  and "assigned_user_id" is null
+order by
+  "last_activity_at" desc,
+  "id" desc
+limit
+  $5
+offset
+  $6;
 
 -- conversation.listConversations (every filter, after a cursor)
 select

@@ -76,10 +76,12 @@ export async function updateConversation(
     last_visitor_message_at: Date;
   }>,
   now: Date,
+  /** A message others will see as unread was added: its counter goes up in the same statement. */
+  options: { countMessage?: boolean } = {},
 ) {
   await trx
     .updateTable('conversations')
-    .set({ ...changes, updated_at: now })
+    .set({ ...changes, updated_at: now, ...(options.countMessage ? { message_count: sql<number>`message_count + 1` } : {}) })
     .where('id', '=', id)
     .execute();
 }
@@ -110,14 +112,20 @@ function filtered(trx: Tx, filters: ConversationFilters) {
   return base;
 }
 
-/** One page, newest activity first, and whether more follow. */
+/**
+ * One page, newest activity first, and whether more follow. With `counted` (the filters the counter rows
+ * answer), each row also carries the exact total from those rows (`total_count`), read in the same
+ * statement: a list page is one statement, not a page and then a count.
+ */
 export async function listConversations(
   trx: Tx,
   readerId: string,
   filters: ConversationFilters,
   page: { limit: number; offset: number; after?: { at: Date; id: string } },
+  counted?: CountedFilters,
 ) {
   let rowsQuery = filtered(trx, filters).selectAll().select(unreadCount(readerId)).select(satisfaction);
+  if (counted) rowsQuery = rowsQuery.select(countersTotal(trx, counted).as('total_count')) as unknown as typeof rowsQuery;
   if (page.after) {
     const { at, id } = page.after;
     rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${at}, ${id})`);
@@ -128,7 +136,9 @@ export async function listConversations(
     .limit(page.limit + 1)
     .offset(page.after ? 0 : page.offset)
     .execute();
-  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+  const first = rows[0] as { total_count?: number | string | null } | undefined;
+  // An empty page (past the end) carries no total: the caller counts apart.
+  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total: first?.total_count == null ? undefined : Number(first.total_count) };
 }
 
 /** How many conversations match any filters: counted up to a cap, estimated beyond (src/db/paginate.ts). */
@@ -139,13 +149,17 @@ export async function countConversations(trx: Tx, filters: ConversationFilters) 
 /** The filters the counter rows (conversation_counts) answer, in any combination. */
 export type CountedFilters = Pick<ConversationFilters, 'status' | 'assignedUserId' | 'departmentId'>;
 
-/** The exact number of conversations matching the counted filters, from the counter rows kept by a trigger. */
-export async function countFromCounters(trx: Tx, filters: CountedFilters): Promise<number> {
+function countersTotal(trx: Tx, filters: CountedFilters) {
   let query = trx.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.assignedUserId !== undefined) query = query.where('assignee_key', '=', filters.assignedUserId ?? '');
   if (filters.departmentId) query = query.where('department_key', '=', filters.departmentId);
-  const { total } = await query.executeTakeFirstOrThrow();
+  return query;
+}
+
+/** The exact number of conversations matching the counted filters, from the counter rows kept by a trigger. */
+export async function countFromCounters(trx: Tx, filters: CountedFilters): Promise<number> {
+  const { total } = await countersTotal(trx, filters).executeTakeFirstOrThrow();
   return Number(total);
 }
 

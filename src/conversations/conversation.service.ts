@@ -82,13 +82,17 @@ export const conversationOf = (trx: Tx, id: string): Promise<{ visitor_id: strin
  * department, in any combination, or none); other filters (priority, visitor, contact, free text) are
  * counted up to a cap and estimated beyond, and the answer says so.
  */
-async function totalOf(trx: Tx, filters: repo.ConversationFilters): Promise<{ total: number; estimated: boolean }> {
+/** The filters the counter rows answer, or undefined when others are given (those totals are counted). */
+function countedOf(filters: repo.ConversationFilters): repo.CountedFilters | undefined {
   const { status, assignedUserId, departmentId, ...uncounted } = filters;
-  if (Object.keys(uncounted).length > 0) return repo.countConversations(trx, filters);
-  return {
-    total: await repo.countFromCounters(trx, { ...(status ? { status } : {}), ...(assignedUserId !== undefined ? { assignedUserId } : {}), ...(departmentId ? { departmentId } : {}) }),
-    estimated: false,
-  };
+  if (Object.keys(uncounted).length > 0) return undefined;
+  return { ...(status ? { status } : {}), ...(assignedUserId !== undefined ? { assignedUserId } : {}), ...(departmentId ? { departmentId } : {}) };
+}
+
+async function totalOf(trx: Tx, filters: repo.ConversationFilters): Promise<{ total: number; estimated: boolean }> {
+  const counted = countedOf(filters);
+  if (!counted) return repo.countConversations(trx, filters);
+  return { total: await repo.countFromCounters(trx, counted), estimated: false };
 }
 
 export class ConversationService {
@@ -146,8 +150,10 @@ export class ConversationService {
       ...(query.q ? { q: query.q } : {}),
     };
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const { rows, hasMore } = await repo.listConversations(trx, callerIdOf(principal), filters, { limit, offset, ...(after ? { after } : {}) });
-      const { total, estimated } = await totalOf(trx, filters);
+      const counted = countedOf(filters);
+      const { rows, hasMore, total: read } = await repo.listConversations(trx, callerIdOf(principal), filters, { limit, offset, ...(after ? { after } : {}) }, counted);
+      // The exact total came with the page (counted filters, a page with rows); otherwise it is counted apart.
+      const { total, estimated } = read !== undefined ? { total: read, estimated: false } : await totalOf(trx, filters);
       return {
         data: rows.map(toConversationDto),
         pagination: {

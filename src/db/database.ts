@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { DB } from './schema.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
+import { seedFromTemplate } from './pglite-template.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
 // nothing from the app.
@@ -45,6 +46,8 @@ export interface DatabaseOptions {
   onQuery?: (sql: string, parameters: readonly unknown[]) => void;
   /** Hears connections lost under the pool (the server restarted or went away); they are not fatal. */
   onConnectionError?: (err: Error) => void;
+  /** An empty PGlite data directory starts as a copy of the template, when there is one (src/db/pglite-template.ts). */
+  template?: boolean;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -75,6 +78,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if (dataDir) await mkdir(dataDir, { recursive: true });
   const lock = dataDir ? await lockDataDir(dataDir) : undefined;
   try {
+    if (dataDir && options.template) await seedFromTemplate(dataDir);
     const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
     const pool = new PGlitePool(pglite);
     const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);

@@ -419,6 +419,9 @@ export interface BotsTable {
   webhook_url: string | null;
   enabled: Generated<boolean>;
   secret: string;
+  /** Signs beside `secret` until previous_secret_expires_at (a rotation's overlap). */
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
   handoff_department_id: string | null;
   settings: Json;
   created_at: CreatedAt;
@@ -502,6 +505,9 @@ export interface WorkflowsTable {
   conditions: ColumnType<Record<string, unknown>[], string | undefined, string>;
   actions: ColumnType<Record<string, unknown>[], string, string>;
   secret: string;
+  /** Signs beside `secret` until previous_secret_expires_at (a rotation's overlap). */
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

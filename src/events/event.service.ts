@@ -30,7 +30,7 @@ export class EventService {
   async list(principal: Principal, query: { after?: string; limit?: number }): Promise<S['EventList']> {
     const after = query.after ? decode(query.after) : FEED_START;
     const { rows } = await this.#database.withTenant(principal.tenantId, (trx) =>
-      readFeed(trx, { tenantId: principal.tenantId, after, limit: query.limit ?? DEFAULT_PAGE_SIZE }),
+      readFeed(trx, { tenantId: principal.tenantId, after, limit: query.limit ?? DEFAULT_PAGE_SIZE, serial: this.#database.kind === 'pglite' }),
     );
     const last = rows[rows.length - 1];
     return {

@@ -2,11 +2,7 @@
 
 -- feed.tenantLockKey: no SQL of its own (a fragment of the statements below)
 
--- feed.readFeed (one tenant, up to the horizon) [1/2]
-select
-  pg_current_snapshot()::text as snapshot;
-
--- feed.readFeed (one tenant, up to the horizon) [2/2]
+-- feed.readFeed (one tenant, up to the horizon)
 select
   "id",
   "type",
@@ -22,30 +18,51 @@ select
   events.txid::text as "txid_text",
   events.txid < (
     (
+      with
+        locks as materialized (
+          select
+            locktype,
+            granted,
+            transactionid,
+            pid,
+            classid,
+            objid,
+            objsubid,
+            database
+          from
+            pg_locks
+          where
+            (
+              locktype = 'transactionid'
+              and granted
+            )
+            or (
+              locktype = 'advisory'
+              and classid = $1::oid
+              and objsubid = 2
+            )
+        )
       select
-        coalesce(min(x), pg_snapshot_xmax($1::pg_snapshot))::text
+        coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
       from
-        pg_snapshot_xip($2::pg_snapshot) as x
+        pg_snapshot_xip(pg_current_snapshot()) as x
       where
         not exists (
           select
             1
           from
-            pg_locks t
+            locks t
           where
             t.locktype = 'transactionid'
-            and t.granted
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select
                 1
               from
-                pg_locks w
+                locks w
               where
                 w.locktype = 'advisory'
                 and w.pid = t.pid
-                and w.classid = $3::oid
-                and w.objsubid = 2
                 and w.database = (
                   select
                     oid
@@ -54,7 +71,7 @@ select
                   where
                     datname = current_database()
                 )
-                and w.objid = (hashtext ($4) & 2147483647)::oid
+                and w.objid = (hashtext ($2) & 2147483647)::oid
             )
         )
     )
@@ -62,13 +79,13 @@ select
 from
   "events"
 where
-  (events.txid, events.position) > ($5::xid8, $6::bigint)
-  and "tenant_id" = $7
+  (events.txid, events.position) > ($3::xid8, $4::bigint)
+  and "tenant_id" = $5
 order by
   events.txid,
   events.position
 limit
-  $8;
+  $6;
 
 -- feed.readFeed (every tenant, up to a position read before)
 select
@@ -96,11 +113,7 @@ order by
 limit
   $5;
 
--- feed.feedHead [1/2]
-select
-  pg_current_snapshot()::text as snapshot;
-
--- feed.feedHead [2/2]
+-- feed.feedHead
 select
   events.txid::text as "txid_text",
   "position"
@@ -109,30 +122,51 @@ from
 where
   events.txid < (
     (
+      with
+        locks as materialized (
+          select
+            locktype,
+            granted,
+            transactionid,
+            pid,
+            classid,
+            objid,
+            objsubid,
+            database
+          from
+            pg_locks
+          where
+            (
+              locktype = 'transactionid'
+              and granted
+            )
+            or (
+              locktype = 'advisory'
+              and classid = $1::oid
+              and objsubid = 2
+            )
+        )
       select
-        coalesce(min(x), pg_snapshot_xmax($1::pg_snapshot))::text
+        coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
       from
-        pg_snapshot_xip($2::pg_snapshot) as x
+        pg_snapshot_xip(pg_current_snapshot()) as x
       where
         not exists (
           select
             1
           from
-            pg_locks t
+            locks t
           where
             t.locktype = 'transactionid'
-            and t.granted
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select
                 1
               from
-                pg_locks w
+                locks w
               where
                 w.locktype = 'advisory'
                 and w.pid = t.pid
-                and w.classid = $3::oid
-                and w.objsubid = 2
                 and w.database = (
                   select
                     oid
@@ -141,17 +175,17 @@ where
                   where
                     datname = current_database()
                 )
-                and w.objid = (hashtext ($4) & 2147483647)::oid
+                and w.objid = (hashtext ($2) & 2147483647)::oid
             )
         )
     )
   )::xid8
-  and "tenant_id" = $5
+  and "tenant_id" = $3
 order by
   events.txid desc,
   events.position desc
 limit
-  $6;
+  $4;
 
 -- feed.positionOfEvent
 select

@@ -14,11 +14,15 @@ import type { EventPayloads, EventType } from './outbox.ts';
  * only events whose txid is below the horizon: the lowest txid that may still commit events. Only
  * transactions that write events hold it back. Every such transaction takes a shared advisory lock
  * (EVENT_WRITER_LOCK, keyed by its tenant) before it has a txid (`Database.withTenant(..., {eventWriter})`;
- * a trigger refuses an event insert without it). The reader takes its snapshot first, then looks at
+ * a trigger refuses an event insert without it). The reading statement's own snapshot (taken as it
+ * starts: `pg_current_snapshot()`, which is also what it sees of the events) comes first, then it looks at
  * pg_locks: a txid that the snapshot saw running is held back when its backend holds the writer lock, or
  * when it has finished in between (it may have been a writer: the next read sees its events). A transaction
  * that writes no events — a migration, a bulk import, another database's work, a client idle in a
  * transaction — never delays delivery.
+ *
+ * `serial`: the database runs one transaction at a time (PGlite, src/db/pglite-pool.ts). While the reader's
+ * transaction runs, every other one has ended, so everything visible is final: there is no horizon to find.
  */
 
 export interface FeedPosition {
@@ -53,27 +57,32 @@ export interface FeedPage {
 
 export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenantId}) & 2147483647`;
 
-/** The lowest txid that may still commit events (of one tenant, or of any). Call after taking `snapshot`. */
-const horizon = (snapshot: string, tenantId: string | undefined) => sql<string>`(
-  select coalesce(min(x), pg_snapshot_xmax(${snapshot}::pg_snapshot))::text
-  from pg_snapshot_xip(${snapshot}::pg_snapshot) as x
+/**
+ * The lowest txid that may still commit events (of one tenant, or of any), as the reading statement sees them.
+ * The lock table is read once (`locks`): pg_locks calls pg_lock_status() at every reference, so reading it
+ * twice could see a writer's transaction lock in one reading and, the writer having committed in between,
+ * miss its writer lock in the other; the writer would then pass for a non-writer and the reader would move
+ * past events that commit after this statement's snapshot, skipping them for good.
+ */
+const horizon = (tenantId: string | undefined) => sql<string>`(
+  with locks as materialized (
+    select locktype, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
+  )
+  select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
+  from pg_snapshot_xip(pg_current_snapshot()) as x
   where not exists (
-    select 1 from pg_locks t
-    where t.locktype = 'transactionid' and t.granted
+    select 1 from locks t
+    where t.locktype = 'transactionid'
       and t.transactionid::text::bigint = x::text::bigint % 4294967296
       and not exists (
-        select 1 from pg_locks w
-        where w.locktype = 'advisory' and w.pid = t.pid and w.classid = ${EVENT_WRITER_LOCK}::oid and w.objsubid = 2
+        select 1 from locks w
+        where w.locktype = 'advisory' and w.pid = t.pid
           and w.database = (select oid from pg_database where datname = current_database())
           ${tenantId === undefined ? sql`` : sql`and w.objid = (${tenantLockKey(tenantId)})::oid`}
       )
   )
 )`;
-
-async function takeSnapshot(trx: Tx): Promise<string> {
-  const { rows } = await sql<{ snapshot: string }>`select pg_current_snapshot()::text as snapshot`.execute(trx);
-  return rows[0]!.snapshot;
-}
 
 /**
  * Events after `after`, in feed order, at most `limit`, none that a running writer could still precede.
@@ -83,10 +92,11 @@ async function takeSnapshot(trx: Tx): Promise<string> {
  */
 export async function readFeed(
   trx: Tx,
-  options: { tenantId?: string; after: FeedPosition; upTo?: FeedPosition; limit: number },
+  options: { tenantId?: string; after: FeedPosition; upTo?: FeedPosition; limit: number; serial?: boolean },
 ): Promise<FeedPage> {
   const { after, upTo } = options;
-  const ready = upTo ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(await takeSnapshot(trx), options.tenantId)})::xid8`;
+  const ready =
+    upTo || options.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(options.tenantId)})::xid8`;
   let query = trx
     .selectFrom('events')
     .select([
@@ -117,12 +127,9 @@ export async function readFeed(
 }
 
 /** The last position no running writer can precede: a new reader that starts here misses nothing after it. */
-export async function feedHead(trx: Tx, tenantId?: string): Promise<FeedPosition> {
-  const snapshot = await takeSnapshot(trx);
-  let query = trx
-    .selectFrom('events')
-    .select([sql<string>`events.txid::text`.as('txid_text'), 'position'])
-    .where(sql<boolean>`events.txid < (${horizon(snapshot, tenantId)})::xid8`);
+export async function feedHead(trx: Tx, tenantId?: string, options: { serial?: boolean } = {}): Promise<FeedPosition> {
+  let query = trx.selectFrom('events').select([sql<string>`events.txid::text`.as('txid_text'), 'position']);
+  if (!options.serial) query = query.where(sql<boolean>`events.txid < (${horizon(tenantId)})::xid8`);
   if (tenantId !== undefined) query = query.where('tenant_id', '=', tenantId);
   const row = await query.orderBy(sql`events.txid desc`).orderBy(sql`events.position desc`).limit(1).executeTakeFirst();
   return row ? { txid: row.txid_text, position: Number(row.position) } : FEED_START;

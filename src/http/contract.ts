@@ -2,11 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response, Router } from 'express';
-import { parse } from 'yaml';
 import type { operations } from '../../generated/api.ts';
 import type { Principal } from './access.ts';
 
 export const CONTRACT_PATH = new URL('../../openapi/chat.yaml', import.meta.url);
+/** openapi/chat.yaml as JSON, written by `npm run gen` and checked in sync with it (`npm run gen:check`). */
+export const CONTRACT_JSON_PATH = new URL('../../generated/contract.json', import.meta.url);
 
 export type OperationId = keyof operations;
 
@@ -28,7 +29,7 @@ export interface Contract {
   basePath: string;
 }
 
-export function loadContract(document: Record<string, any> = parse(readFileSync(CONTRACT_PATH, 'utf8'))): Contract {
+export function loadContract(document: Record<string, any> = JSON.parse(readFileSync(CONTRACT_JSON_PATH, 'utf8'))): Contract {
   const operations: OperationInfo[] = [];
   for (const [path, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
     for (const method of METHODS) {

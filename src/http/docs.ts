@@ -1,7 +1,5 @@
 import express, { type Router } from 'express';
 import { createRequire } from 'node:module';
-import { stringify } from 'yaml';
-import { loadAsyncApi } from './asyncapi.ts';
 import type { Contract } from './contract.ts';
 
 // Only the folder of swagger-ui's static files: the package's main entry would load its whole
@@ -20,22 +18,28 @@ export function contractDocsRouter(contract: Contract): Router {
   // A relative server first, so the rendered docs' requests go to this service wherever it runs (the
   // contract's own servers name localhost and the mock).
   const served = { ...contract.document, servers: [{ url: contract.basePath, description: 'This service' }, ...(contract.document.servers ?? [])] };
-  const json = JSON.stringify(served);
-  const yaml = stringify(served);
-  router.get('/openapi.json', (_req, res) => {
-    res.type('application/json').send(json);
+  // Rendered at the first request, not at start: writing YAML took 45 to 70 ms of every start, and the
+  // YAML library itself loads only then.
+  const once = <T>(make: () => Promise<T>) => {
+    let made: Promise<T> | undefined;
+    return () => (made ??= make());
+  };
+  const yaml = once(async () => (await import('yaml')).stringify(served));
+  const asyncapi = once(async () => (await import('./asyncapi.ts')).loadAsyncApi(contract.document));
+  const asyncapiYaml = once(async () => (await import('yaml')).stringify(await asyncapi()));
+  const asyncapiJson = once(async () => JSON.stringify(await asyncapi()));
+  const json = once(async () => JSON.stringify(served));
+  router.get('/openapi.json', async (_req, res) => {
+    res.type('application/json').send(await json());
   });
-  router.get('/openapi.yaml', (_req, res) => {
-    res.type('application/yaml').send(yaml);
+  router.get('/openapi.yaml', async (_req, res) => {
+    res.type('application/yaml').send(await yaml());
   });
-  const asyncapi = loadAsyncApi(contract.document);
-  const asyncapiJson = JSON.stringify(asyncapi);
-  const asyncapiYaml = stringify(asyncapi);
-  router.get('/asyncapi.json', (_req, res) => {
-    res.type('application/json').send(asyncapiJson);
+  router.get('/asyncapi.json', async (_req, res) => {
+    res.type('application/json').send(await asyncapiJson());
   });
-  router.get('/asyncapi.yaml', (_req, res) => {
-    res.type('application/yaml').send(asyncapiYaml);
+  router.get('/asyncapi.yaml', async (_req, res) => {
+    res.type('application/yaml').send(await asyncapiYaml());
   });
   router.get(['/docs', '/docs/'], (_req, res) => {
     res.type('text/html').send(DOCS_PAGE);

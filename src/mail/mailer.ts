@@ -18,11 +18,18 @@ export interface Mailer {
   close(): Promise<void>;
 }
 
+/** How long an SMTP server may take to accept the connection, to greet, and to answer at any point. */
+export const SMTP_TIMEOUT_MS = 15_000;
+
 // With SMTP_URL: real SMTP. Without: each mail is written as an .eml file under DATA_DIR/mail and its
 // link logged, so sign-up and password reset work on a bare machine.
-export function createMailer(options: { smtpUrl?: string | undefined; from: string; dataDir: string; logger: Logger }): Mailer {
+export function createMailer(options: { smtpUrl?: string | undefined; from: string; dataDir: string; logger: Logger; timeoutMs?: number }): Mailer {
   if (options.smtpUrl) {
-    const transport = nodemailer.createTransport(options.smtpUrl);
+    // nodemailer's own defaults wait up to two minutes for a connection, half a minute for the greeting
+    // and ten minutes on a silent socket: a server that accepts and says nothing would hold a password
+    // reset's request, or a workflow's mail action, that long.
+    const timeoutMs = options.timeoutMs ?? SMTP_TIMEOUT_MS;
+    const transport = nodemailer.createTransport({ url: options.smtpUrl, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
     return {
       send: async (m) => {
         await transport.sendMail({ from: options.from, to: m.to, subject: m.subject, text: m.text, ...(m.html ? { html: m.html } : {}) });

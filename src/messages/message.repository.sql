@@ -19,14 +19,7 @@ values
 returning
   *;
 
--- message.countMessage (by someone) [1/2]
-update "conversations"
-set
-  "message_count" = message_count + 1
-where
-  "id" = $1;
-
--- message.countMessage (by someone) [2/2]
+-- message.countOwnMessage
 insert into
   "read_marks" (
     "tenant_id",
@@ -40,13 +33,6 @@ values
 on conflict ("conversation_id", "reader_id") do update
 set
   "own_since" = read_marks.own_since + 1;
-
--- message.countMessage (by no one (system))
-update "conversations"
-set
-  "message_count" = message_count + 1
-where
-  "id" = $1;
 
 -- message.listMessages (newest page) [1/2]
 select

@@ -20,16 +20,11 @@ export async function insertMessage(trx: Tx, message: NewMessage) {
 }
 
 /**
- * Counts a message that others will see as unread: the conversation's counter goes up, and so does the
- * sender's own count since their read mark (so their own messages are never unread to them).
+ * A message others will see as unread counts for its sender too, since their read mark, so that their own
+ * messages are never unread to them. (The conversation's own counter goes up with its last message:
+ * conversation.repository updateConversation, countMessage.)
  */
-export async function countMessage(trx: Tx, message: { tenant_id: string; conversation_id: string; sender_id: string | null }): Promise<void> {
-  await trx
-    .updateTable('conversations')
-    .set({ message_count: sql`message_count + 1` })
-    .where('id', '=', message.conversation_id)
-    .execute();
-  if (message.sender_id === null) return;
+export async function countOwnMessage(trx: Tx, message: { tenant_id: string; conversation_id: string; sender_id: string }): Promise<void> {
   await trx
     .insertInto('read_marks')
     .values({ tenant_id: message.tenant_id, conversation_id: message.conversation_id, reader_id: message.sender_id, last_read_at: null, own_since: 1 })

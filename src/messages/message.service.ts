@@ -74,7 +74,10 @@ export async function appendMessage(
     sender_name: message.sender_name ?? null,
     sender_avatar_url: message.sender_avatar_url ?? null,
   });
-  if (message.type !== 'system') await repo.countMessage(trx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, sender_id: message.sender_id });
+  const counted = message.type !== 'system';
+  if (counted && message.sender_id !== null) {
+    await repo.countOwnMessage(trx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, sender_id: message.sender_id });
+  }
   // Internal notes are activity, but the last message is what the visitor could see.
   await conversationRepo.updateConversation(
     trx,
@@ -89,6 +92,7 @@ export async function appendMessage(
           ...(message.sender_type === 'visitor' ? { last_visitor_message_at: now } : {}),
         },
     now,
+    { countMessage: counted },
   );
   const dto = toMessageDto(row, new Map((message.attachments ?? []).map((a) => [a.id, a])));
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });

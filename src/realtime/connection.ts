@@ -24,7 +24,7 @@ export interface Connection {
   status: ConnectionStatus;
   alive: boolean;
   /** Before its welcome (and its resume), what the stream delivers waits here. */
-  backlog: string[] | undefined;
+  backlog: (string | Buffer)[] | undefined;
   expiresAt: number | undefined;
   expiryTimer: NodeJS.Timeout | undefined;
 }
@@ -37,16 +37,17 @@ export function subjectOf(conn: Connection): string | undefined {
 }
 
 /** Sends a frame; a client that lets more than `maxBufferedBytes` queue up is let go (it resumes later). */
-export function send(conn: Connection, frame: string, maxBufferedBytes: number): void {
+export function send(conn: Connection, frame: string | Buffer, maxBufferedBytes: number): void {
   if (conn.ws.readyState !== conn.ws.OPEN) return;
-  conn.ws.send(frame);
+  // Always a text frame, whether the JSON comes as a string or as its UTF-8 bytes.
+  conn.ws.send(frame, { binary: false });
   if (conn.ws.bufferedAmount > maxBufferedBytes) {
     conn.ws.close(CLOSE.tooSlow, 'too slow');
     setTimeout(() => conn.ws.terminate(), 1000).unref();
   }
 }
 
-export function deliverOrBuffer(conn: Connection, frame: string, maxBufferedBytes: number): void {
+export function deliverOrBuffer(conn: Connection, frame: string | Buffer, maxBufferedBytes: number): void {
   if (conn.backlog) conn.backlog.push(frame);
   else send(conn, frame, maxBufferedBytes);
 }

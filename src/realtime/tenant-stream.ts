@@ -20,12 +20,12 @@ export interface StreamContext {
 export type DeliveryHook = (createdAt: Date, frames: Partial<Record<Connection['audience']['kind'], number>>) => void;
 
 const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: FeedPosition): Promise<FeedPage> =>
-  ctx.database.withTenant(tenantId, (trx) => readFeed(trx, { tenantId, after, ...(upTo ? { upTo } : {}), limit: BATCH }));
+  ctx.database.withTenant(tenantId, (trx) => readFeed(trx, { tenantId, after, ...(upTo ? { upTo } : {}), limit: BATCH, serial: ctx.database.kind === 'pglite' }));
 
 /** Delivers a batch to sockets: each event serialised once per view. */
 function deliver(ctx: StreamContext, connections: Iterable<Connection>, rows: FeedRow[]): void {
   for (const row of rows) {
-    const views = new Map<string, string | null>();
+    const views = new Map<string, Buffer | null>();
     const frames: Partial<Record<Connection['audience']['kind'], number>> = {};
     for (const conn of connections) {
       const frame = frameFor(conn, row, views);
@@ -65,7 +65,7 @@ export class TenantStream {
   /** Adds the socket and answers the stream's position: everything after it reaches the socket live. */
   async join(conn: Connection): Promise<FeedPosition> {
     this.#starting ??= this.#ctx.database
-      .withTenant(this.tenantId, (trx) => feedHead(trx, this.tenantId))
+      .withTenant(this.tenantId, (trx) => feedHead(trx, this.tenantId, { serial: this.#ctx.database.kind === 'pglite' }))
       .then((head) => {
         this.#cursor = head;
         // News that arrived while the head was read was not pumped: look once now.

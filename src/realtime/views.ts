@@ -8,16 +8,17 @@ export const envelopeOf = (row: FeedRow, data: unknown): string =>
 
 /**
  * The frame a connection gets for a stored event, or null when the event is not for it. Each view (member
- * or visitor) is serialised once per event: `views` carries them across the connections of one delivery.
+ * or visitor) is serialised and UTF-8 encoded once per event: `views` carries them across the connections
+ * of one delivery, and every socket writes the same bytes (a string would be encoded again per socket).
  */
-export function frameFor(conn: Connection, row: FeedRow, views: Map<string, string | null>): string | null {
+export function frameFor(conn: Connection, row: FeedRow, views: Map<string, Buffer | null>): Buffer | null {
   if (conn.audience.kind === 'visitor') {
     if (row.visitor_id !== conn.audience.visitorId || row.internal || !VISITOR_EVENT_TYPES.has(row.type)) return null;
   }
   const key = conn.audience.kind === 'visitor' ? 'visitor' : 'member';
   let frame = views.get(key);
   if (frame === undefined) {
-    frame = envelopeOf(row, key === 'visitor' ? eventDataForVisitor(row.data) : row.data);
+    frame = Buffer.from(envelopeOf(row, key === 'visitor' ? eventDataForVisitor(row.data) : row.data), 'utf8');
     views.set(key, frame);
   }
   return frame;

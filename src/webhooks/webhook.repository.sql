@@ -188,6 +188,14 @@ set
 where
   "name" = $3;
 
+-- webhook.tenantsWithEnabledWebhooks
+select distinct
+  "tenant_id"
+from
+  "webhooks"
+where
+  "enabled" = $1;
+
 -- webhook.enabledWebhooksOf
 select
   "id",
@@ -217,7 +225,7 @@ on conflict ("webhook_id", "event_id") do nothing
 returning
   "id";
 
--- webhook.claimDueDeliveries
+-- webhook.claimDueDeliveries (any endpoint)
 update "webhook_deliveries" as "d"
 set
   "locked_until" = (
@@ -248,6 +256,54 @@ where
       "d"."next_attempt_at"
     limit
       $6
+    for update of
+      "d" skip locked
+  )
+returning
+  "d"."id",
+  "d"."tenant_id",
+  "d"."webhook_id",
+  "d"."event_id",
+  "d"."body",
+  "d"."retry_step",
+  "w"."url",
+  "w"."secret",
+  case
+    when w.previous_secret_expires_at > now() then w.previous_secret
+  end as "previous_secret";
+
+-- webhook.claimDueDeliveries (but slow ones at their cap)
+update "webhook_deliveries" as "d"
+set
+  "locked_until" = (
+    now() + make_interval(secs => $1::double precision)
+  ),
+  "lock_token" = $2,
+  "attempts" = "d"."attempts" + $3,
+  "last_attempt_at" = now()
+from
+  "webhooks" as "w"
+where
+  "w"."id" = "d"."webhook_id"
+  and "d"."id" in (
+    select
+      "d"."id"
+    from
+      "webhook_deliveries" as "d"
+      inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+    where
+      "d"."status" = $4
+      and "d"."next_attempt_at" <= now()
+      and (
+        "d"."locked_until" is null
+        or "d"."locked_until" < now()
+      )
+      and "w"."enabled" = $5
+      and "d"."webhook_id" not in ($6, $7)
+    order by
+      "d"."next_attempt_at"
+    limit
+      $8
     for update of
       "d" skip locked
   )

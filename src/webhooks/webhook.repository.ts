@@ -115,6 +115,12 @@ export async function advanceCursor(trx: Tx, name: string, to: FeedPosition) {
     .execute();
 }
 
+/** The tenants with an enabled endpoint (the dispatcher's TenantInterest; read as the system role). */
+export async function tenantsWithEnabledWebhooks(trx: Tx): Promise<string[]> {
+  const rows = await trx.selectFrom('webhooks').select('tenant_id').distinct().where('enabled', '=', true).execute();
+  return rows.map((r) => r.tenant_id);
+}
+
 export async function enabledWebhooksOf(trx: Tx, tenantIds: string[]) {
   if (tenantIds.length === 0) return [];
   return trx
@@ -159,15 +165,24 @@ export interface ClaimedDelivery {
  * different rows instead of waiting for each other. One statement answers each delivery with its
  * endpoint's URL and secrets, oldest due first.
  */
-export async function claimDueDeliveries(trx: Tx, limit: number, lockToken: string, leaseMs: number): Promise<ClaimedDelivery[]> {
-  const due = trx
+/** Due deliveries, oldest first, none of the endpoints in `exceptWebhookIds` (slow ones at their cap). */
+export async function claimDueDeliveries(
+  trx: Tx,
+  limit: number,
+  lockToken: string,
+  leaseMs: number,
+  exceptWebhookIds: string[] = [],
+): Promise<ClaimedDelivery[]> {
+  let due = trx
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .select('d.id')
     .where('d.status', '=', 'pending')
     .where('d.next_attempt_at', '<=', sql<Date>`now()`)
     .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', sql<Date>`now()`)]))
-    .where('w.enabled', '=', true)
+    .where('w.enabled', '=', true);
+  if (exceptWebhookIds.length > 0) due = due.where('d.webhook_id', 'not in', exceptWebhookIds);
+  const oldest = due
     .orderBy('d.next_attempt_at')
     .limit(limit)
     .forUpdate('d')
@@ -182,7 +197,7 @@ export async function claimDueDeliveries(trx: Tx, limit: number, lockToken: stri
       last_attempt_at: sql<Date>`now()`,
     }))
     .whereRef('w.id', '=', 'd.webhook_id')
-    .where('d.id', 'in', due)
+    .where('d.id', 'in', oldest)
     .returning([
       'd.id',
       'd.tenant_id',

@@ -89,6 +89,14 @@ export class WebhookService {
     this.#policy = deps.policy;
   }
 
+  readonly #changeListeners = new Set<() => void>();
+
+  /** Told after an endpoint was created or enabled through this instance (the dispatcher's TenantInterest). */
+  onEndpointsChanged(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
   /** Told when a delivery was queued by hand (redelivery): the dispatcher of this instance sends it at once. */
   onDeliveryDue(listener: () => void): () => void {
     this.#dueListeners.add(listener);
@@ -124,6 +132,7 @@ export class WebhookService {
         now: new Date(),
       }),
     );
+    for (const listener of this.#changeListeners) listener();
     return { ...toWebhookDto(webhook), secret: webhook.secret };
   }
 
@@ -149,7 +158,10 @@ export class WebhookService {
       );
       return toWebhookDto(updated);
     }).then((dto) => {
-      if (input.enabled === true) this.#announceDue();
+      if (input.enabled === true) {
+        for (const listener of this.#changeListeners) listener();
+        this.#announceDue();
+      }
       return dto;
     });
   }

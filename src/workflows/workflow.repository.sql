@@ -20,6 +20,14 @@ values
 returning
   *;
 
+-- workflow.tenantsWithEnabledWorkflows
+select distinct
+  "tenant_id"
+from
+  "workflows"
+where
+  "enabled" = $1;
+
 -- workflow.listWorkflows [1/2]
 select
   *
@@ -59,6 +67,16 @@ where
   "id" = $6
 returning
   *;
+
+-- workflow.rotateWorkflowSecret
+update "workflows"
+set
+  "previous_secret" = secret,
+  "previous_secret_expires_at" = $1,
+  "secret" = $2,
+  "updated_at" = $3
+where
+  "id" = $4;
 
 -- workflow.deleteWorkflow
 delete from "workflows"
@@ -337,7 +355,10 @@ select
   "id",
   "enabled",
   "conditions",
-  "secret"
+  "secret",
+  case
+    when previous_secret_expires_at > now() then previous_secret
+  end as "previous_secret"
 from
   "workflows"
 where

@@ -39,6 +39,12 @@ export async function insertWorkflow(
     .executeTakeFirstOrThrow();
 }
 
+/** The tenants with an enabled workflow (the runner's TenantInterest; read as the system role). */
+export async function tenantsWithEnabledWorkflows(trx: Tx): Promise<string[]> {
+  const rows = await trx.selectFrom('workflows').select('tenant_id').distinct().where('enabled', '=', true).execute();
+  return rows.map((r) => r.tenant_id);
+}
+
 export async function listWorkflows(trx: Tx, page: { limit: number; offset: number }) {
   return offsetPage(trx.selectFrom('workflows').selectAll().orderBy('created_at').orderBy('id'), page);
 }
@@ -50,7 +56,14 @@ export async function findWorkflow(trx: Tx, id: string) {
 export async function updateWorkflow(
   trx: Tx,
   id: string,
-  changes: { name?: string; enabled?: boolean; trigger_type?: TriggerType; trigger?: unknown; conditions?: unknown[]; actions?: unknown[] },
+  changes: {
+    name?: string;
+    enabled?: boolean;
+    trigger_type?: TriggerType;
+    trigger?: unknown;
+    conditions?: unknown[];
+    actions?: unknown[];
+  },
   now: Date,
 ) {
   const { trigger, conditions, actions, ...plain } = changes;
@@ -66,6 +79,17 @@ export async function updateWorkflow(
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();
+}
+
+/** A new signing secret, the one it replaces kept beside it until `previousExpiresAt`; false: no such workflow. */
+export async function rotateWorkflowSecret(trx: Tx, id: string, secret: string, previousExpiresAt: Date, now: Date): Promise<boolean> {
+  // One statement: two rotations at once each keep the secret they replaced (the row lock orders them).
+  const result = await trx
+    .updateTable('workflows')
+    .set({ previous_secret: sql<string>`secret`, previous_secret_expires_at: previousExpiresAt, secret, updated_at: now })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
 }
 
 export async function deleteWorkflow(trx: Tx, id: string): Promise<boolean> {
@@ -236,7 +260,13 @@ export async function insertRuns(trx: Tx, rows: NewRun[]): Promise<number> {
 export type ClaimedRun = Pick<
   WorkflowRun,
   'id' | 'tenant_id' | 'workflow_id' | 'event_id' | 'event_type' | 'event_body' | 'conversation_id' | 'depth' | 'actions' | 'attempts' | 'retry_step'
-> & { enabled: boolean; conditions: Record<string, unknown>[]; secret: string };
+> & {
+  enabled: boolean;
+  conditions: Record<string, unknown>[];
+  secret: string;
+  /** The secret before a rotation, while its overlap lasts: it signs too. */
+  previous_secret: string | null;
+};
 
 /**
  * Claims up to `limit` due runs for `leaseMs`: the run is this instance's until it records its outcome
@@ -262,13 +292,19 @@ export async function claimDueRuns(trx: Tx, limit: number, lockToken: string, le
   if (claimed.length === 0) return [];
   const workflows = await trx
     .selectFrom('workflows')
-    .select(['id', 'enabled', 'conditions', 'secret'])
+    .select([
+      'id',
+      'enabled',
+      'conditions',
+      'secret',
+      sql<string | null>`case when previous_secret_expires_at > now() then previous_secret end`.as('previous_secret'),
+    ])
     .where('id', 'in', [...new Set(claimed.map((c) => c.workflow_id))])
     .execute();
   const byId = new Map(workflows.map((w) => [w.id, w]));
   return claimed.flatMap((c) => {
     const workflow = byId.get(c.workflow_id);
-    return workflow ? [{ ...c, enabled: workflow.enabled, conditions: workflow.conditions, secret: workflow.secret }] : [];
+    return workflow ? [{ ...c, enabled: workflow.enabled, conditions: workflow.conditions, secret: workflow.secret, previous_secret: workflow.previous_secret }] : [];
   });
 }
 

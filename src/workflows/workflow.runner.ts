@@ -18,6 +18,7 @@ import { type Transport, createTransport, signedHeaders } from '../webhooks/webh
 import { transcriptMail } from './transcript.ts';
 import * as repo from './workflow.repository.ts';
 import type { StoredOutcome } from './workflow.service.ts';
+import type { TenantInterest } from '../events/tenant-interest.ts';
 
 type S = components['schemas'];
 
@@ -46,6 +47,8 @@ export interface RunnerOptions {
   leaseMs?: number;
   batch?: number;
   transport?: Transport;
+  /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
+  interest?: TenantInterest | undefined;
   /** The service's registry: the run queue's depth and each action's outcome. Without it nothing is reported. */
   metrics?: Metrics | undefined;
 }
@@ -74,7 +77,7 @@ class ActionSkipped extends Error {}
  * repeats them; a mail or a post may be repeated after a crash (at least once), never lost.
  */
 export class WorkflowRunner {
-  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics'>>;
+  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics' | 'interest'>>;
   readonly #actionCounter: OutcomeCounter<'action' | 'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
@@ -86,6 +89,7 @@ export class WorkflowRunner {
   #heldBackTimer: NodeJS.Timeout | undefined;
   #claiming: Promise<void> | undefined;
   #claimAgain = false;
+  readonly #interest: TenantInterest | undefined;
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(options: RunnerOptions) {
@@ -107,6 +111,7 @@ export class WorkflowRunner {
     };
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
+    this.#interest = options.interest;
     this.#actionCounter = options.metrics && observe(options.metrics, options.database);
   }
 
@@ -117,7 +122,7 @@ export class WorkflowRunner {
 
   start(): void {
     if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe(() => this.wake());
+    this.#unsubscribe = this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake());
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
   }
@@ -176,10 +181,10 @@ export class WorkflowRunner {
       let cursor = await repo.lockCursor(trx, WORKFLOW_CURSOR);
       if (!cursor) {
         // The first start reads from the head: workflows act on what happens after they exist.
-        await repo.ensureCursor(trx, WORKFLOW_CURSOR, await feedHead(trx));
+        await repo.ensureCursor(trx, WORKFLOW_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
         cursor = (await repo.lockCursor(trx, WORKFLOW_CURSOR))!;
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch });
+      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
       const last = page.rows.at(-1);
       if (!last) return { read: 0, inserted: 0, more: false, heldBack: page.heldBack };
       const triggering = page.rows.filter((r) => (TRIGGERS as string[]).includes(r.type));
@@ -372,7 +377,7 @@ export class WorkflowRunner {
   /** A mail or a post: outside any transaction (it may take seconds); at least once. */
   async #external(run: repo.ClaimedRun, action: S['WorkflowAction'], event: S['Event']): Promise<void> {
     if (action.type === 'webhook') {
-      const outcome = await this.#transport.post(action.url, signedHeaders(event.id, run.event_body, [run.secret]), run.event_body);
+      const outcome = await this.#transport.post(action.url, signedHeaders(event.id, run.event_body, run.previous_secret ? [run.secret, run.previous_secret] : [run.secret]), run.event_body);
       if (outcome.error === null) return;
       const status = outcome.statusCode;
       const passing = status === null ? !outcome.error.startsWith('refused') : status >= 500 || status === 408 || status === 429;

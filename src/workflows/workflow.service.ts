@@ -8,7 +8,7 @@ import { AppError, invalidInput, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf, pageOf } from '../shared/pagination.ts';
 import type { Principal } from '../shared/principal.ts';
-import { type WebhookPolicy, urlRefusal } from '../webhooks/webhook.service.ts';
+import { SECRET_OVERLAP_MS, type WebhookPolicy, urlRefusal } from '../webhooks/webhook.service.ts';
 import * as repo from './workflow.repository.ts';
 
 type S = components['schemas'];
@@ -104,6 +104,8 @@ export class WorkflowService {
   readonly #database: Database;
   readonly #policy: WebhookPolicy;
 
+  readonly #changeListeners = new Set<() => void>();
+
   constructor(deps: { database: Database; policy: WebhookPolicy }) {
     this.#database = deps.database;
     this.#policy = deps.policy;
@@ -129,6 +131,12 @@ export class WorkflowService {
     return { data: rows.map(toWorkflowDto), pagination: pageOf(total, page, rows.length) };
   }
 
+  /** Told after a workflow was created or changed through this instance (the runner's TenantInterest). */
+  onWorkflowsChanged(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
   async get(principal: Principal, id: string): Promise<S['Workflow']> {
     const workflow = await this.#database.withTenant(principal.tenantId, (trx) => repo.findWorkflow(trx, id));
     if (!workflow) throw notFound('Workflow');
@@ -152,11 +160,12 @@ export class WorkflowService {
         now: new Date(),
       });
     });
+    for (const listener of this.#changeListeners) listener();
     return { ...toWorkflowDto(workflow), secret: workflow.secret };
   }
 
   async update(principal: Principal, id: string, input: S['WorkflowUpdate']): Promise<S['Workflow']> {
-    return this.#database.withTenant(principal.tenantId, async (trx) => {
+    const dto = await this.#database.withTenant(principal.tenantId, async (trx) => {
       const current = await repo.findWorkflow(trx, id);
       if (!current) throw notFound('Workflow');
       // Only what changes is checked: a workflow whose department was deleted since can still be disabled.
@@ -177,6 +186,19 @@ export class WorkflowService {
         new Date(),
       );
       return toWorkflowDto(updated!);
+    });
+    for (const listener of this.#changeListeners) listener();
+    return dto;
+  }
+
+  /** A new signing secret; the old one signs beside it for SECRET_OVERLAP_MS, as a webhook's does. */
+  async rotateSecret(principal: Principal, id: string): Promise<S['WebhookSecret']> {
+    return this.#database.withTenant(principal.tenantId, async (trx) => {
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + SECRET_OVERLAP_MS);
+      const secret = newSigningSecret();
+      if (!(await repo.rotateWorkflowSecret(trx, id, secret, expiresAt, now))) throw notFound('Workflow');
+      return { secret, previous_secret_expires_at: expiresAt.toISOString() };
     });
   }
 

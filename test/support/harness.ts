@@ -7,6 +7,7 @@ import { SessionCache } from '../../src/auth/session-cache.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { type Mailer, type MailMessage } from '../../src/mail/mailer.ts';
+import { SecretBox } from '../../src/shared/secret-box.ts';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
 
@@ -52,6 +53,7 @@ export function getHarness(): Promise<Harness> {
       mailer: memoryMailer,
       // One cache for every app of the run, as one instance has: a logout through one app counts in all.
       sessions: new SessionCache(),
+      secrets: new SecretBox(TEST_JWT_SECRET),
     };
     return {
       database,
