@@ -128,7 +128,7 @@ export function createServices(deps: AppDeps) {
     auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions }),
     tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions, limits: billing }),
     departments: new DepartmentService(database),
-    apiKeys: new ApiKeyService(database),
+    apiKeys: new ApiKeyService(database, sessions),
     conversations: new ConversationService({ database, bus, presence, limits: billing }),
     messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
     contacts: new ContactService(database),
