@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Express } from 'express';
@@ -378,6 +379,33 @@ describe('webhooks', () => {
       expect(await open.post(r.url, {}, '{}')).to.deep.equal({ statusCode: 200, error: null });
       open.close();
       expect(r.received).to.have.length(1);
+    });
+
+    it('the transport posts to the URL\'s path and query with its credentials, and gives up on a silent receiver', async () => {
+      const seen: { url: string | undefined; authorization: string | undefined }[] = [];
+      const server = createServer((req, res) => {
+        seen.push({ url: req.url, authorization: req.headers.authorization });
+        if (req.url?.startsWith('/silent')) return; // never answers
+        res.writeHead(204).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `127.0.0.1:${(server.address() as { port: number }).port}`;
+      const transport = createTransport({ allowPrivate: true, timeoutMs: 300 });
+      try {
+        expect(await transport.post(`http://hook%20user:p%40ss@${base}/hooks/in?team=a&x=1`, {}, '{}')).to.deep.equal({ statusCode: 204, error: null });
+        expect(await transport.post(`http://${base}/hooks/in?team=a&x=1`, {}, '{}')).to.deep.equal({ statusCode: 204, error: null });
+        expect(seen).to.deep.equal([
+          { url: '/hooks/in?team=a&x=1', authorization: `Basic ${Buffer.from('hook user:p@ss').toString('base64')}` },
+          { url: '/hooks/in?team=a&x=1', authorization: undefined },
+        ]);
+        expect(await transport.post(`http://${base}/silent`, {}, '{}')).to.deep.equal({ statusCode: null, error: 'no answer within 300 ms' });
+        expect(await transport.post('ftp://example.com/x', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the scheme ftp: is not allowed' });
+        expect(await transport.post('not a url', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the URL is not valid' });
+      } finally {
+        transport.close();
+        server.closeAllConnections();
+        server.close();
+      }
     });
 
     it('redirects are not followed: a 3xx is a failed attempt', async () => {
