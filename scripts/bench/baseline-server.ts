@@ -1,8 +1,8 @@
 // The benchmark's ideal baseline: plain node:http and pg, running in one transaction the statements the
 // app's work transaction sent for each endpoint (captured by conversations.ts: BEGIN with the tenant's
 // set_config, as the app sends them on PostgreSQL, then the work; for a list page, the page query alone,
-// without a total), with the same JWT check. What
-// the app costs beyond this is express, the validator, Kysely, the total and our own code.
+// without a total), with the same JWT check. What the app costs beyond this is express, the validator,
+// Kysely, the total and our own code.
 import { createSecretKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';

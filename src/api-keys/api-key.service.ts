@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
 import { hashOpaqueToken } from '../auth/tokens.ts';
-import type { SessionChange } from '../auth/session-cache.ts';
+import type { SessionCache } from '../auth/session-cache.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
@@ -60,9 +60,9 @@ export async function rotateBotKey(trx: Tx, botId: string): Promise<string | und
 export class ApiKeyService {
   readonly #database: Database;
   /** Told (on every instance) when a key's value stops working, so that its sockets close at once. */
-  readonly #sessions: { changed(change: SessionChange): void } | undefined;
+  readonly #sessions: Pick<SessionCache, 'changed'> | undefined;
 
-  constructor(database: Database, sessions?: { changed(change: SessionChange): void }) {
+  constructor(database: Database, sessions?: Pick<SessionCache, 'changed'>) {
     this.#database = database;
     this.#sessions = sessions;
   }

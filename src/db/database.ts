@@ -7,6 +7,7 @@ import type { DB } from './schema.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
+import { TENANT_ID } from '../shared/ids.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
 // nothing from the app.
@@ -14,8 +15,6 @@ const REQUEST_ROLE = 'chat_app';
 const SYSTEM_ROLE = 'chat_system';
 /** The advisory lock class that marks a transaction as an event writer: 'evt\0' (src/events/feed.repository.ts). */
 export const EVENT_WRITER_LOCK = 0x65767400;
-/** What may go into a statement as a literal: the system's empty tenant, or a tenant id (src/shared/ids.ts). */
-const TENANT_ID = /^(?:|tn_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 export type Tx = Transaction<DB>;
 
@@ -125,7 +124,7 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
   const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
     // On PostgreSQL the settings travel with BEGIN, one round trip for both (a simple query may hold several
     // statements, but no parameters: the tenant goes as a literal, and only an id of the expected shape).
-    if (kind === 'postgres' && TENANT_ID.test(tenantId)) {
+    if (kind === 'postgres' && (tenantId === '' || TENANT_ID.test(tenantId))) {
       return db.connection().execute(async (conn) => {
         let result: T;
         try {

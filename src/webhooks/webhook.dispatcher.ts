@@ -334,8 +334,8 @@ export class WebhookDispatcher {
 
   /**
    * How many deliveries a pass should claim now: what the attempts end at the recent pace in CLAIM_AHEAD_MS
-   * (so that the queue outlasts a pass of the database), at least four rounds of the slots and at most
-   * sixty-four; once fewer than half of that wait. Fast receivers get large claims (4 rounds drained a
+   * (so that the queue outlasts a pass of the database), at least #claimRounds rounds of the slots (four,
+   * more while they run dry) and at most sixty-four; once fewer than half of that wait. Fast receivers get large claims (4 rounds drained a
    * loopback receiver's backlog at 3,100/s, 64 rounds at 7,200/s), slow ones small claims that do not
    * sit in the queue while their leases run (their slots are full, so they never run dry: #claimRounds).
    */
