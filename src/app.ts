@@ -28,7 +28,7 @@ import { defaultFileDeps, FileService } from './files/file.service.ts';
 import type { FileStorage } from './files/storage.ts';
 import { DepartmentService } from './departments/department.service.ts';
 import { healthHandlers } from './health/health.handlers.ts';
-import { accessMiddleware, type AccessDeps, TENANT_ID } from './http/access.ts';
+import { accessMiddleware, type AccessDeps } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
 import { mailPagesRouter } from './pages/mail-pages.ts';
@@ -67,6 +67,7 @@ import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
 import { keepRouteMatchers } from './http/route-matchers.ts';
 import { SecretBox } from './shared/secret-box.ts';
+import { TENANT_ID } from './shared/ids.ts';
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -128,7 +129,7 @@ export function createServices(deps: AppDeps) {
     auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions }),
     tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions, limits: billing }),
     departments: new DepartmentService(database),
-    apiKeys: new ApiKeyService(database),
+    apiKeys: new ApiKeyService(database, sessions),
     conversations: new ConversationService({ database, bus, presence, limits: billing }),
     messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
     contacts: new ContactService(database),

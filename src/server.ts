@@ -118,6 +118,7 @@ export async function startService(config: Config): Promise<RunningService> {
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
     sessionChanges: sessions,
     findApiKey: (key) => services.apiKeys.authenticate(key),
+    apiKeyLive: (keyHash) => services.apiKeys.isLive(keyHash),
     authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger,
     // Resume answers past_retention for an event older than the retention job keeps.

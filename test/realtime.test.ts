@@ -382,6 +382,23 @@ describe('realtime gateway', function () {
       expect((await c.closed).code).to.equal(CLOSE.credentials);
       await request(rt.app).get(`/api/v1/tenants/${t.tenantId}`).set(bearer(token)).expect(401);
     });
+    it('a revoked API key closes its sockets at once, and a rotation closes those of its old value', async () => {
+      const t = await createTenant();
+      const createKey = async () =>
+        (await request(rt.app).post('/api/v1/api-keys').set(bearer(t.owner.accessToken)).send({ name: 'ws', scopes: ['conversations:read'] }).expect(201))
+          .body as { id: string; key: string };
+      const revoked = await createKey();
+      const c = await open(rt.wsUrl, { 'X-API-Key': revoked.key, 'X-Tenant-ID': t.tenantId });
+      await request(rt.app).delete(`/api/v1/api-keys/${revoked.id}`).set(bearer(t.owner.accessToken)).expect(200);
+      expect((await c.closed).code).to.equal(CLOSE.credentials);
+
+      const rotated = await createKey();
+      const old = await open(rt.wsUrl, { 'X-API-Key': rotated.key, 'X-Tenant-ID': t.tenantId });
+      const res = await request(rt.app).post(`/api/v1/api-keys/${rotated.id}/rotate`).set(bearer(t.owner.accessToken)).expect(200);
+      expect((await old.closed).code).to.equal(CLOSE.credentials);
+      const renewed = await open(rt.wsUrl, { 'X-API-Key': res.body.key, 'X-Tenant-ID': t.tenantId });
+      expect(renewed.frames[0]).to.include({ audience: 'integration' });
+    });
   });
 
   describe('upkeep', () => {
@@ -403,6 +420,22 @@ describe('realtime gateway', function () {
       // Three more heartbeats, each of which would have dropped a socket that did not answer.
       await threeMorePings;
       expect(healthy.ws.readyState).to.equal(healthy.ws.OPEN);
+    });
+
+    it('a key revoked without a notice (one lost between instances) closes its sockets at the next heartbeat', async () => {
+      const { deps } = await getHarness();
+      const t = await createTenant();
+      const createKey = async () =>
+        (await request(tight.app).post('/api/v1/api-keys').set(bearer(t.owner.accessToken)).send({ name: 'ws', scopes: ['conversations:read'] }).expect(201))
+          .body as { id: string; key: string };
+      const [revoked, live] = [await createKey(), await createKey()];
+      const gone = await open(tight.wsUrl, { 'X-API-Key': revoked.key, 'X-Tenant-ID': t.tenantId });
+      const kept = await open(tight.wsUrl, { 'X-API-Key': live.key, 'X-Tenant-ID': t.tenantId });
+      await deps.database.asSystem((trx) => trx.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', revoked.id).execute());
+      expect((await gone.closed).code).to.equal(CLOSE.credentials);
+      let pings = 0;
+      await new Promise<void>((resolve) => kept.ws.on('ping', () => ++pings === 3 && resolve()));
+      expect(kept.ws.readyState).to.equal(kept.ws.OPEN);
     });
 
     it('a consumer that lets too much queue up is closed with 4008', async () => {

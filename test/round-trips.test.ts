@@ -1,13 +1,15 @@
 import { expect } from 'chai';
-import type { KyselyPlugin } from 'kysely';
+import { type KyselyPlugin, sql } from 'kysely';
+import pg from 'pg';
 import request from 'supertest';
-import type { Database } from '../src/db/database.ts';
+import { type Database, EVENT_WRITER_LOCK, openDatabase } from '../src/db/database.ts';
 import { SessionCache } from '../src/auth/session-cache.ts';
 import { createConversation, createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
 
 // What one request costs the database, counted rather than timed: transactions, and the statements sent
-// (each a round trip; a transaction adds three of its own: begin, setting the role and tenant, commit).
+// (each a round trip; a transaction adds its own: on PostgreSQL two, BEGIN with the role and tenant, then
+// COMMIT; on PGlite, where a round trip is a function call, three).
 
 interface Tally {
   transactions: number;
@@ -54,7 +56,8 @@ describe('round trips per request (session cache warm)', () => {
     tally.transactions = 0;
     tally.statements = [];
     await send();
-    return { transactions: tally.transactions, statements: tally.statements.length, roundTrips: tally.statements.length + 3 * tally.transactions };
+    const own = (await getHarness()).database.kind === 'postgres' ? 2 : 3;
+    return { transactions: tally.transactions, statements: tally.statements.length, roundTrips: tally.statements.length + own * tally.transactions };
   }
 
   it('GET /v1/conversations, GET /v1/conversations/{id} and POST /v1/messages each run one transaction', async () => {
@@ -66,10 +69,11 @@ describe('round trips per request (session cache warm)', () => {
 
     // The page, with its exact total (from the counter rows) in the same statement.
     const list = await measure(() => request(app).get('/api/v1/conversations?status=open').set(auth).expect(200));
-    expect(list).to.deep.equal({ transactions: 1, statements: 1, roundTrips: 4 });
+    const own = h.database.kind === 'postgres' ? 2 : 3;
+    expect(list).to.deep.equal({ transactions: 1, statements: 1, roundTrips: 1 + own });
 
     const one = await measure(() => request(app).get(`/api/v1/conversations/${c.id}`).set(auth).expect(200));
-    expect(one).to.deep.equal({ transactions: 1, statements: 1, roundTrips: 4 });
+    expect(one).to.deep.equal({ transactions: 1, statements: 1, roundTrips: 1 + own });
 
     const post = await measure(() => request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'hello' }).expect(201));
     expect(post.transactions).to.equal(1);
@@ -78,5 +82,60 @@ describe('round trips per request (session cache warm)', () => {
     expect(post.statements, tally.statements.join(' ')).to.equal(5);
     // Cold, the login and membership check is a transaction of its own: the tally sees it.
     expect(cold).to.deep.equal([2, 1, 1]);
+  });
+});
+
+describe('a transaction\'s own round trips (PostgreSQL)', () => {
+  const url = process.env.DATABASE_URL;
+  const tenantId = 'tn_01934f6e-7c1a-7b3e-9a2b-0c1d2e3f4a5b';
+
+  before(function () {
+    if (!url) this.skip();
+  });
+
+  it('BEGIN carries the role and tenant; a tenant of another shape goes as a parameter, never into the text', async () => {
+    const sent: { sql: string; params: readonly unknown[] }[] = [];
+    const db = await openDatabase({ databaseUrl: url, dataDir: '.', poolMax: 1, onQuery: (text, params) => sent.push({ sql: text, params }) });
+    try {
+      const seen = await db.withTenant(tenantId, (trx) => sql<{ t: string; r: string }>`select current_setting('app.tenant_id') as t, current_user as r`.execute(trx));
+      expect(seen.rows).to.deep.equal([{ t: tenantId, r: 'chat_app' }]);
+      expect(sent.map((s) => s.sql.slice(0, 40))).to.deep.equal([`begin; select set_config('role', 'chat_a`, `select current_setting('app.tenant_id') `, 'commit']);
+      sent.length = 0;
+      const odd = "tn_x'); drop table users; --";
+      const echoed = await db.withTenant(odd, (trx) => sql<{ t: string }>`select current_setting('app.tenant_id') as t`.execute(trx));
+      expect(echoed.rows).to.deep.equal([{ t: odd }]);
+      expect(sent.some((s) => s.sql.includes('drop table'))).to.equal(false);
+      expect(sent[1]!.params).to.deep.equal([odd]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('settings that fail after BEGIN (a cancelled wait for the writer lock) leave no aborted transaction in the pool', async () => {
+    const db = await openDatabase({ databaseUrl: url, dataDir: '.', poolMax: 1 });
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      // The exclusive side of the event-writer lock: a writer of this tenant waits in its BEGIN.
+      await holder.query('select pg_advisory_lock($1, hashtext($2) & 2147483647)', [EVENT_WRITER_LOCK, tenantId]);
+      const writing = db.withTenant(tenantId, async () => 'wrote', { eventWriter: true });
+      let pid: number | undefined;
+      while (pid === undefined) {
+        const waiting = await holder.query<{ pid: number }>(
+          "select pid from pg_locks where locktype = 'advisory' and not granted and classid = $1::bigint::oid",
+          [EVENT_WRITER_LOCK],
+        );
+        pid = waiting.rows[0]?.pid;
+      }
+      await holder.query('select pg_cancel_backend($1)', [pid]);
+      const failure = await writing.then(() => undefined, (err: Error) => err);
+      expect(failure?.message).to.match(/cancel/);
+      await holder.query('select pg_advisory_unlock($1, hashtext($2) & 2147483647)', [EVENT_WRITER_LOCK, tenantId]);
+      // The pool's one connection serves the next transaction: it was rolled back, not returned aborted.
+      expect(await db.withTenant(tenantId, async () => 'next', { eventWriter: true })).to.equal('next');
+    } finally {
+      await holder.end();
+      await db.close();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Express } from 'express';
@@ -380,6 +381,33 @@ describe('webhooks', () => {
       expect(r.received).to.have.length(1);
     });
 
+    it('the transport posts to the URL\'s path and query with its credentials, and gives up on a silent receiver', async () => {
+      const seen: { url: string | undefined; authorization: string | undefined }[] = [];
+      const server = createServer((req, res) => {
+        seen.push({ url: req.url, authorization: req.headers.authorization });
+        if (req.url?.startsWith('/silent')) return; // never answers
+        res.writeHead(204).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `127.0.0.1:${(server.address() as { port: number }).port}`;
+      const transport = createTransport({ allowPrivate: true, timeoutMs: 300 });
+      try {
+        expect(await transport.post(`http://hook%20user:p%40ss@${base}/hooks/in?team=a&x=1`, {}, '{}')).to.deep.equal({ statusCode: 204, error: null });
+        expect(await transport.post(`http://${base}/hooks/in?team=a&x=1`, {}, '{}')).to.deep.equal({ statusCode: 204, error: null });
+        expect(seen).to.deep.equal([
+          { url: '/hooks/in?team=a&x=1', authorization: `Basic ${Buffer.from('hook user:p@ss').toString('base64')}` },
+          { url: '/hooks/in?team=a&x=1', authorization: undefined },
+        ]);
+        expect(await transport.post(`http://${base}/silent`, {}, '{}')).to.deep.equal({ statusCode: null, error: 'no answer within 300 ms' });
+        expect(await transport.post('ftp://example.com/x', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the scheme ftp: is not allowed' });
+        expect(await transport.post('not a url', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the URL is not valid' });
+      } finally {
+        transport.close();
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+
     it('redirects are not followed: a 3xx is a failed attempt', async () => {
       const r = await receiver({ behave: () => 307 });
       const transport = createTransport({ allowPrivate: true, timeoutMs: 1000 });
@@ -441,6 +469,84 @@ describe('webhooks across instances', () => {
       await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', 'in', [hanging.url, fast.url]).execute());
       await hanging.close();
       await fast.close();
+    }
+  });
+
+  it('a backlog held back while its endpoint was at its slow cap goes on when a slot frees, not at the next poll', async () => {
+    const h = await getHarness();
+    const bus = new EventBus();
+    const { app } = buildApp({ ...h.deps, bus });
+    // Database passes counted as they end: the sentinel for "the dispatcher has looked and found nothing".
+    let passes = 0;
+    let onPass: (() => void) | undefined;
+    const database = new Proxy(h.database, {
+      get(target, prop) {
+        if (prop === 'asSystem') {
+          return async (fn: Parameters<typeof target.asSystem>[0]) => {
+            try {
+              return await target.asSystem(fn);
+            } finally {
+              passes++;
+              onPass?.();
+            }
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    // The first attempt finds nobody (the endpoint is slow at once), the second hangs until released,
+    // the rest succeed at once.
+    let calls = 0;
+    let release: (() => void) | undefined;
+    const succeeded = new Set<string>();
+    let onSuccess: (() => void) | undefined;
+    const transport = {
+      post: async (_url: string, headers: Record<string, string>) => {
+        const call = ++calls;
+        if (call === 1) return { statusCode: null, error: 'ECONNREFUSED: nobody there' };
+        if (call === 2) await new Promise<void>((resolve) => (release = resolve));
+        succeeded.add(headers['webhook-id']!);
+        onSuccess?.();
+        return { statusCode: 200, error: null };
+      },
+      close: () => undefined,
+    };
+    const dispatcher = new WebhookDispatcher({
+      database,
+      logger: pino({ level: 'silent' }),
+      bus,
+      mailer: h.deps.mailer,
+      allowPrivate: true,
+      retryDelaysMs: [3_600_000],
+      concurrency: 2,
+      endpointConcurrency: 1,
+      pollMs: 3_600_000,
+      transport,
+    });
+    const t = await createTenant();
+    const hook = (await request(app).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: 'http://127.0.0.1:9/never-reached', events: ['message.created'] }).expect(201)).body;
+    try {
+      const conv = await createConversation(t, {}, t.owner.accessToken, app);
+      await dispatcher.fanOutOnce();
+      for (let i = 0; i < 30; i++) {
+        await request(app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: `m ${i}` }).expect(201);
+      }
+      expect((await dispatcher.fanOutOnce()).inserted).to.equal(30);
+      // The first claims take some, two attempts start: the first fails (slow at once), the second hangs
+      // and holds the one slot the endpoint now has, so the next claim passes it over and comes back empty.
+      const looked = new Promise<void>((resolve) => (onPass = () => passes >= 5 && release && resolve()));
+      passes = 0;
+      dispatcher.wake();
+      await looked;
+      const allDelivered = new Promise<void>((resolve) => (onSuccess = () => succeeded.size === 29 && resolve()));
+      release!();
+      // All but the failed first, those never claimed before included, although no poll comes for an hour.
+      await allDelivered;
+      expect(succeeded.size).to.equal(29);
+    } finally {
+      await dispatcher.stop();
+      await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('id', '=', hook.id).execute());
     }
   });
 

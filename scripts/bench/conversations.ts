@@ -186,8 +186,9 @@ async function captureStatements(token: string, tenantId: string, conversationId
       const res = await request();
       if (!res.ok) throw new Error(`capture: ${res.status} ${await res.text()}`);
     }
-    const start = sink.findLastIndex((s) => s.sql.startsWith('select set_config('));
-    // The baseline begins and commits itself: a captured commit replayed would be a round trip more.
+    // On PostgreSQL the app sends BEGIN with its settings, one round trip: the baseline replays that as it is.
+    const start = sink.findLastIndex((s) => /^(begin; )?select set_config\(/.test(s.sql));
+    // The baseline commits itself: a captured commit replayed would be a round trip more.
     return sink.slice(start).filter((s) => !/^\s*(commit|rollback)\s*$/i.test(s.sql));
   };
   // A list page's ideal is the tenant and the page query alone: no total. The app reads its exact total in

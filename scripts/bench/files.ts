@@ -2,7 +2,7 @@
 // disk or S3 server in the same run, and the service's peak RSS growth while they run.
 //   npm run bench:files            (writes scripts/bench/files.results.json beside this script)
 // The service runs in a process of its own on an embedded database; the S3 server is s3rver on loopback.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
@@ -19,6 +19,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const FILE_BYTES = 20 * 1024 * 1024;
 const JWT_SECRET = 'bench-secret-that-is-long-enough-for-hs256-0123456789';
 const SERVER = new URL('../../src/server.ts', import.meta.url).pathname;
+const SINK = new URL('./upload-sink.ts', import.meta.url).pathname;
 
 interface Row {
   backend: string;
@@ -31,6 +32,9 @@ interface Row {
   ratio: number;
   rss_baseline_mib: number;
   rss_peak_growth_mib: number;
+  /** Local disk only: a bare node:http server writing each body to a file (scripts/bench/upload-sink.ts). */
+  bare_http_mb_per_s?: number;
+  ratio_to_bare_http?: number;
 }
 
 const content = randomBytes(FILE_BYTES);
@@ -38,7 +42,8 @@ const mb = (bytes: number, seconds: number) => bytes / 1e6 / seconds;
 
 /** One multipart upload of `content`, with a known length; resolves with the answer. */
 function upload(base: string, token: string, name: string): Promise<{ status: number; body: any }> {
-  const boundary = `bench-${name}`;
+  // A boundary as curl makes them (browsers' are as long): the parser's search skips by its length.
+  const boundary = `------------------------${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return new Promise((resolve, reject) => {
@@ -146,6 +151,22 @@ try {
     }),
   );
   await rm(copies, { recursive: true, force: true });
+  // The same uploads to a bare HTTP server writing the bodies to the same disk: what HTTP alone allows here.
+  const sink = await startProcess(SINK, { SINK_DIR: join(dir, 'sink') });
+  try {
+    const warm = await upload(sink.url, '', 'warm-up');
+    if (warm.status !== 201) throw new Error(`bare HTTP warm-up: ${warm.status}`);
+    const sinkSeconds = await timed(async () => {
+      const answers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => upload(sink.url, '', `f${i}`)));
+      if (answers.some((a) => a.status !== 201)) throw new Error('a bare HTTP upload failed');
+    });
+    const local = rows[0]!;
+    local.bare_http_mb_per_s = round(mb(local.bytes, sinkSeconds));
+    local.ratio_to_bare_http = round(sinkSeconds / local.service_seconds);
+  } finally {
+    await sink.stop();
+    await rm(join(dir, 'sink'), { recursive: true, force: true });
+  }
 
   // S3: s3rver on loopback; the plain copy puts the same bytes with the same client, size given.
   const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: join(dir, 's3'), configureBuckets: [{ name: 'bench-files', configs: [] }] });
@@ -164,8 +185,11 @@ try {
   await rm(dir, { recursive: true, force: true });
 }
 
-const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'RSS baseline MiB', 'RSS peak growth MiB'];
-const lines = rows.map((r) => [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, `${Math.round(r.ratio * 100)}%`, r.rss_baseline_mib, r.rss_peak_growth_mib].map(String));
+const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'bare HTTP MB/s', 'service / bare HTTP', 'RSS baseline MiB', 'RSS peak growth MiB'];
+const pct = (ratio: number | undefined) => (ratio === undefined ? '-' : `${Math.round(ratio * 100)}%`);
+const lines = rows.map((r) =>
+  [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, pct(r.ratio), r.bare_http_mb_per_s ?? '-', pct(r.ratio_to_bare_http), r.rss_baseline_mib, r.rss_peak_growth_mib].map(String),
+);
 const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
 const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
 console.log([fmt(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n'));

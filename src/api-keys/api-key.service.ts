@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
 import { hashOpaqueToken } from '../auth/tokens.ts';
+import type { SessionCache } from '../auth/session-cache.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
@@ -58,9 +59,12 @@ export async function rotateBotKey(trx: Tx, botId: string): Promise<string | und
 
 export class ApiKeyService {
   readonly #database: Database;
+  /** Told (on every instance) when a key's value stops working, so that its sockets close at once. */
+  readonly #sessions: Pick<SessionCache, 'changed'> | undefined;
 
-  constructor(database: Database) {
+  constructor(database: Database, sessions?: Pick<SessionCache, 'changed'>) {
     this.#database = database;
+    this.#sessions = sessions;
   }
 
   async create(user: UserPrincipal, input: Schemas['ApiKeyCreate']): Promise<Schemas['ApiKeyWithSecret']> {
@@ -87,6 +91,7 @@ export class ApiKeyService {
   async revoke(user: UserPrincipal, id: string): Promise<{ id: string; deleted: true }> {
     const revoked = await this.#database.withTenant(user.tenantId, (trx) => repo.revokeApiKey(trx, id, new Date()));
     if (!revoked) throw notFound('API key');
+    this.#sessions?.changed({ apiKeyId: id });
     return { id, deleted: true };
   }
 
@@ -96,7 +101,13 @@ export class ApiKeyService {
       repo.replaceApiKeySecret(trx, id, { prefix: value.prefix, key_hash: value.key_hash }, new Date()),
     );
     if (!row) throw notFound('API key');
+    this.#sessions?.changed({ apiKeyId: id });
     return { ...toDto(row), key: value.key };
+  }
+
+  /** Whether the key with this value's hash still works (sockets opened with it are checked at heartbeats). */
+  async isLive(keyHash: Buffer): Promise<boolean> {
+    return this.#database.asSystem(async (trx) => (await repo.findLiveApiKeyByHash(trx, keyHash)) !== undefined);
   }
 
   /** Authentication: the key's tenant and scopes, if the key is live. Keeps last_used_at to the minute. */

@@ -1,8 +1,11 @@
 import type { RedisClientType } from 'redis';
 import type { ActiveMembership } from '../shared/principal.ts';
 
-/** A login that ended (logout, theft, reset) or a member whose access changed (role, seat, removal). */
-export type SessionChange = { sessionId: string } | { userId: string; tenantId?: string };
+/**
+ * A login that ended (logout, theft, reset), a member whose access changed (role, seat, removal), or an API key
+ * whose value stopped working (revoked or rotated).
+ */
+export type SessionChange = { sessionId: string } | { userId: string; tenantId?: string } | { apiKeyId: string };
 
 /** Carries session changes to every instance (its own included). */
 export interface SessionChanges {
@@ -120,6 +123,7 @@ export class SessionCache {
   }
 
   #evict(change: SessionChange): void {
+    if ('apiKeyId' in change) return; // keys are not cached: each request looks its key up
     this.#epoch++;
     for (const [key, entry] of this.#entries) {
       const matches =

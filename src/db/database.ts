@@ -1,12 +1,13 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
+import { Kysely, PostgresDialect, type RawBuilder, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
+import { TENANT_ID } from '../shared/ids.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
 // nothing from the app.
@@ -111,19 +112,39 @@ const logOption = (options: DatabaseOptions) =>
     : {};
 
 function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats']): Database {
-  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) =>
-    db.transaction().execute(async (trx) => {
-      // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
-      // An event writer announces itself (shared advisory lock, before it has a transaction id) so that feed
-      // readers hold back later events until it ends, and it alone may insert events (a trigger checks).
-      await (eventWriter
-        ? sql`select set_config('role', ${role}, true), set_config('app.tenant_id', ${tenantId}, true),
+  // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
+  // An event writer announces itself (shared advisory lock, before it has a transaction id) so that feed
+  // readers hold back later events until it ends, and it alone may insert events (a trigger checks).
+  const settings = (role: string, tenant: RawBuilder<unknown>, eventWriter: boolean) =>
+    eventWriter
+      ? sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenant}, true),
             set_config('app.event_writer', 'on', true),
-            pg_advisory_xact_lock_shared(${EVENT_WRITER_LOCK}, hashtext(${tenantId}) & 2147483647)`
-        : sql`select set_config('role', ${role}, true), set_config('app.tenant_id', ${tenantId}, true)`
-      ).execute(trx);
+            pg_advisory_xact_lock_shared(${sql.lit(EVENT_WRITER_LOCK)}, hashtext(${tenant}) & 2147483647)`
+      : sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenant}, true)`;
+  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
+    // On PostgreSQL the settings travel with BEGIN, one round trip for both (a simple query may hold several
+    // statements, but no parameters: the tenant goes as a literal, and only an id of the expected shape).
+    if (kind === 'postgres' && (tenantId === '' || TENANT_ID.test(tenantId))) {
+      return db.connection().execute(async (conn) => {
+        let result: T;
+        try {
+          await sql`begin; ${settings(role, sql.lit(tenantId), eventWriter)}`.execute(conn);
+          result = await fn(conn as unknown as Tx);
+        } catch (err) {
+          // Also when the settings failed after BEGIN: the connection must not go back to the pool inside an
+          // aborted transaction. One that broke fails the rollback too; the pool drops it (survivePoolErrors).
+          await sql`rollback`.execute(conn).catch(() => undefined);
+          throw err;
+        }
+        await sql`commit`.execute(conn);
+        return result;
+      });
+    }
+    return db.transaction().execute(async (trx) => {
+      await settings(role, sql`${tenantId}`, eventWriter).execute(trx);
       return fn(trx);
     });
+  };
   return {
     kind,
     db,

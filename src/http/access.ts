@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { TokenService } from '../auth/tokens.ts';
 import { AppError, forbidden, unauthenticated } from '../shared/errors.ts';
 import type { ActiveMembership, Role, Seat, VisitorPrincipal } from '../shared/principal.ts';
+import { TENANT_ID } from '../shared/ids.ts';
 
 // The caller's identity lives in shared/ (services use it); the middleware that establishes it lives here.
 export type { ActiveMembership, Principal, Role, Seat, VisitorPrincipal } from '../shared/principal.ts';
@@ -24,8 +25,6 @@ interface AccessRule {
   roles?: Role[];
   seat?: Seat;
 }
-
-export const TENANT_ID = /^tn_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 // Authenticates the caller and enforces what the operation's `security` and `x-access` declare.
 // It runs where express-openapi-validator would check security: after the route is matched

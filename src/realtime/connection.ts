@@ -13,7 +13,8 @@ export const CLOSE = {
 
 export type Audience =
   | { kind: 'member'; userId: string; sessionId: string }
-  | { kind: 'integration'; keyId: string }
+  /** keyHash: the SHA-256 of the key's value (never the value), to see at heartbeats that it still works. */
+  | { kind: 'integration'; keyId: string; keyHash: Buffer }
   | { kind: 'visitor'; visitorId: string };
 
 export interface Connection {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { TokenService } from '../auth/tokens.ts';
+import { hashOpaqueToken, type TokenService } from '../auth/tokens.ts';
 import type { ActiveMembership } from '../shared/principal.ts';
 import { problemBody, statusOf } from '../http/problem.ts';
 import { AppError } from '../shared/errors.ts';
@@ -13,6 +13,8 @@ export interface CredentialDeps {
   tickets: TicketStore;
   findSession(tenantId: string, userId: string, sessionId: string): Promise<{ sessionLive: boolean; membership: ActiveMembership | undefined }>;
   findApiKey(key: string): Promise<{ keyId: string; tenantId: string; scopes: string[] } | undefined>;
+  /** Whether the API key with this hash still works (revoked and rotated-away values do not). */
+  apiKeyLive(keyHash: Buffer): Promise<boolean>;
   /** A visitor socket's widget rules (domains for the Origin, identity), as for widget calls. */
   authenticateVisitor?: (token: string, origin: string | undefined) => Promise<unknown>;
 }
@@ -57,7 +59,7 @@ export async function authenticateUpgrade(deps: CredentialDeps, req: IncomingMes
     if (!key || typeof tenantHeader !== 'string') throw new AppError('ERR_UNAUTHENTICATED', 'Send a valid API key with X-Tenant-ID');
     if (key.tenantId !== tenantHeader) throw new AppError('ERR_FORBIDDEN', 'The API key does not belong to the tenant in X-Tenant-ID');
     if (!key.scopes.includes('conversations:read')) throw new AppError('ERR_FORBIDDEN', 'The API key lacks the scope conversations:read');
-    return { tenantId: key.tenantId, audience: { kind: 'integration', keyId: key.keyId } };
+    return { tenantId: key.tenantId, audience: { kind: 'integration', keyId: key.keyId, keyHash: hashOpaqueToken(apiKey) } };
   }
   throw new AppError('ERR_UNAUTHENTICATED', 'Authenticate the upgrade: Authorization, X-API-Key with X-Tenant-ID, ?ticket= or ?visitor_token=');
 }

@@ -12,7 +12,7 @@ import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
 import type { PresenceTracker } from './presence-tracker.ts';
 import { type DeliveryHook, TenantStream, type StreamContext } from './tenant-stream.ts';
-import { armExpiry, heartbeat, markVisitorsSeen, recheckMembers, type UpkeepContext } from './upkeep.ts';
+import { armExpiry, heartbeat, markVisitorsSeen, recheckApiKeys, recheckMembers, type UpkeepContext } from './upkeep.ts';
 import type { SessionChange } from '../auth/session-cache.ts';
 
 export { CLOSE } from './connection.ts';
@@ -76,7 +76,7 @@ export class RealtimeGateway {
       ...(deps.onDelivered ? { onDelivered: deps.onDelivered } : {}),
     };
     this.#live = { database, fanout, presence, maxBufferedBytes: options.maxBufferedBytes };
-    this.#upkeep = { database, presence, findSession: deps.findSession, logger };
+    this.#upkeep = { database, presence, findSession: deps.findSession, apiKeyLive: deps.apiKeyLive, logger };
     this.#wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: options.maxFrameBytes });
     // Committed events are not carried to sockets: each instance is told which tenants have news and reads them.
     this.#unsubscribe = deps.bus.subscribe((events) => fanout.notify([...new Set(events.map((e) => e.envelope.tenant_id))]));
@@ -93,6 +93,12 @@ export class RealtimeGateway {
 
   /** Re-checks the sockets a session change may have ended, instead of waiting for the next heartbeat. */
   async #recheck(change: SessionChange): Promise<void> {
+    if ('apiKeyId' in change) {
+      // Checked, not closed blindly: a socket opened with the rotated key's new value stays.
+      const keyed = [...this.#connections].filter((c) => c.audience.kind === 'integration' && c.audience.keyId === change.apiKeyId);
+      if (keyed.length > 0) await recheckApiKeys(this.#upkeep, keyed);
+      return;
+    }
     const affected = [...this.#connections].filter(
       (c) =>
         c.audience.kind === 'member' &&

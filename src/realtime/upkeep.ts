@@ -9,6 +9,7 @@ export interface UpkeepContext {
   database: Database;
   presence: PresenceTracker;
   findSession: CredentialDeps['findSession'];
+  apiKeyLive: CredentialDeps['apiKeyLive'];
   logger: Logger;
 }
 
@@ -44,6 +45,7 @@ export async function markVisitorsSeen(ctx: UpkeepContext, connections: Iterable
 export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Connection>): Promise<void> {
   const refresh: { tenantId: string; subject: string; connectionId: string; status: ConnectionStatus }[] = [];
   const sessions = new Map<string, Connection[]>();
+  const keyed: Connection[] = [];
   for (const conn of connections) {
     if (!conn.alive) {
       conn.ws.terminate();
@@ -61,10 +63,29 @@ export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Con
       const key = `${conn.tenantId}|${conn.audience.userId}|${conn.audience.sessionId}`;
       sessions.set(key, [...(sessions.get(key) ?? []), conn]);
     }
+    if (conn.audience.kind === 'integration') keyed.push(conn);
   }
   await ctx.presence.refresh(refresh).catch((err) => ctx.logger.error({ err }, 'presence refresh failed'));
   await markVisitorsSeen(ctx, connections);
   await recheckSessions(ctx, sessions);
+  // A revocation told to every instance closes these at once; this is the backstop for a lost notice.
+  await recheckApiKeys(ctx, keyed);
+}
+
+/** Closes the sockets opened with an API key value that no longer works (revoked, or rotated away). */
+export async function recheckApiKeys(ctx: UpkeepContext, connections: Connection[]): Promise<void> {
+  const byHash = new Map<string, { hash: Buffer; conns: Connection[] }>();
+  for (const conn of connections) {
+    if (conn.audience.kind !== 'integration') continue;
+    const key = conn.audience.keyHash.toString('hex');
+    const group = byHash.get(key) ?? byHash.set(key, { hash: conn.audience.keyHash, conns: [] }).get(key)!;
+    group.conns.push(conn);
+  }
+  for (const { hash, conns } of byHash.values()) {
+    // As for logins, only a definite answer closes sockets; a database that is away is not a revocation.
+    const live = await ctx.apiKeyLive(hash).catch(() => true);
+    if (!live) for (const c of conns) c.ws.close(CLOSE.credentials, 'credential revoked');
+  }
 }
 
 /** Closes the sockets of these members whose login ended or who left the team. */

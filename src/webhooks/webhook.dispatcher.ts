@@ -66,6 +66,9 @@ const SLOW_ATTEMPT_MS = 1000;
 // A quarter of a second: a pace read over a whole second trailed a backlog's first second (1,000 ms: 2,800 to
 // 4,400 deliveries/s on a fresh database; 250 ms: 4,900 to 8,400).
 const PACE_WINDOW_MS = 250;
+/** Bounds of a claim, in rounds of the slots. */
+const MIN_CLAIM_ROUNDS = 4;
+const MAX_CLAIM_ROUNDS = 64;
 
 interface Claim {
   delivery: repo.ClaimedDelivery;
@@ -126,6 +129,8 @@ export class WebhookDispatcher {
   readonly #inFlightTo = new Map<string, number>();
   readonly #queuedTo = new Map<string, number>();
   readonly #slow = new Set<string>();
+  /** Endpoints a claim passed over (blocked): their due deliveries are still there when they free a slot. */
+  readonly #passedOver = new Set<string>();
   readonly #slowMs: number;
   /** Attempts made, not yet recorded. */
   readonly #outcomes: Outcome[] = [];
@@ -142,6 +147,12 @@ export class WebhookDispatcher {
   #paceSince = performance.now();
   #paceCount = 0;
   #paceRate = 0;
+  /**
+   * Rounds of the slots a claim takes at least: doubled (up to MAX_CLAIM_ROUNDS) each time a claim comes
+   * back to slots that ran dry waiting for it, halved (down to MIN_CLAIM_ROUNDS) otherwise. The pace reacts
+   * a window late; a backlog met after a quiet spell is a burst it has not seen yet.
+   */
+  #claimRounds = MIN_CLAIM_ROUNDS;
   /** Time kept free at the end of a lease beyond the timeout: scheduling, recording. */
   readonly #leaseMarginMs: number;
 
@@ -323,13 +334,14 @@ export class WebhookDispatcher {
 
   /**
    * How many deliveries a pass should claim now: what the attempts end at the recent pace in CLAIM_AHEAD_MS
-   * (so that the queue outlasts a pass of the database), at least four rounds of the slots and at most
-   * sixty-four; once fewer than half of that wait. Fast receivers get large claims (4 rounds drained a
+   * (so that the queue outlasts a pass of the database), at least #claimRounds rounds of the slots (four,
+   * more while they run dry) and at most sixty-four; once fewer than half of that wait. Fast receivers get large claims (4 rounds drained a
    * loopback receiver's backlog at 3,100/s, 64 rounds at 7,200/s), slow ones small claims that do not
-   * sit in the queue while their leases run.
+   * sit in the queue while their leases run (their slots are full, so they never run dry: #claimRounds).
    */
   #wanted(): number {
-    const target = Math.min(64 * this.#o.concurrency, Math.max(4 * this.#o.concurrency, Math.ceil((this.#pace() * CLAIM_AHEAD_MS) / 1000)));
+    const c = this.#o.concurrency;
+    const target = Math.min(MAX_CLAIM_ROUNDS * c, Math.max(this.#claimRounds * c, Math.ceil((this.#pace() * CLAIM_AHEAD_MS) / 1000)));
     // Claims of a slow endpoint at its cap cannot start soon: they leave room for other endpoints'.
     const startable = this.#queue.length - this.#blocked().reduce((n, id) => n + (this.#queuedTo.get(id) ?? 0), 0);
     if (this.#stopped || !this.#dueMaybe || startable >= target / 2) return 0;
@@ -376,8 +388,10 @@ export class WebhookDispatcher {
       // Taken before the claim: the lease began no earlier than this.
       const claimedAt = performance.now();
       let claimed: repo.ClaimedDelivery[];
+      const blocked = this.#blocked();
+      for (const id of blocked) this.#passedOver.add(id);
       try {
-        claimed = await this.#o.database.asSystem((trx) => repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs, this.#blocked()));
+        claimed = await this.#o.database.asSystem((trx) => repo.claimDueDeliveries(trx, wanted, token, this.#o.leaseMs, blocked));
       } catch (err) {
         this.#syncFailed = true;
         this.#dueMaybe = true;
@@ -385,6 +399,10 @@ export class WebhookDispatcher {
         return;
       }
       if (claimed.length === wanted) this.#dueMaybe = true;
+      const starved = this.#queue.length === 0 && this.#inFlight.size < this.#o.concurrency;
+      this.#claimRounds = starved && claimed.length === wanted
+        ? Math.min(MAX_CLAIM_ROUNDS, this.#claimRounds * 2)
+        : Math.max(MIN_CLAIM_ROUNDS, this.#claimRounds / 2);
       for (const delivery of claimed) {
         this.#queue.push({ delivery, token, claimedAt });
         bump(this.#queuedTo, delivery.webhook_id, 1);
@@ -461,6 +479,12 @@ export class WebhookDispatcher {
       void attempt.finally(() => {
         this.#inFlight.delete(attempt);
         bump(this.#inFlightTo, webhookId, -1);
+        // A claim that came back short because it passed this endpoint over said nothing was due; its
+        // deliveries were (a backlog to an endpoint that had been slow waited for the next poll).
+        if (this.#passedOver.delete(webhookId)) {
+          this.#dueMaybe = true;
+          this.#wakeClaims();
+        }
         this.#startAttempts();
       });
     }

@@ -55,6 +55,7 @@ export async function startRealtime(
     findSession: (tenantId, userId, sessionId) => services.tenants.findSession(tenantId, userId, sessionId),
     sessionChanges: services.sessions,
     findApiKey: (key) => services.apiKeys.authenticate(key),
+    apiKeyLive: (keyHash) => services.apiKeys.isLive(keyHash),
     authenticateVisitor: (token, origin) => services.widgetPublic.authenticate(token, origin),
     logger: h.deps.logger,
     options: options.gateway ?? {},
