@@ -238,26 +238,30 @@ from
   "webhooks" as "w"
 where
   "w"."id" = "d"."webhook_id"
-  and "d"."id" in (
-    select
-      "d"."id"
-    from
-      "webhook_deliveries" as "d"
-      inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-    where
-      "d"."status" = $4
-      and "d"."next_attempt_at" <= now()
-      and (
-        "d"."locked_until" is null
-        or "d"."locked_until" < now()
+  and d.id = any (
+    array(
+      (
+        select
+          "d"."id"
+        from
+          "webhook_deliveries" as "d"
+          inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+        where
+          "d"."status" = $4
+          and "d"."next_attempt_at" <= now()
+          and (
+            "d"."locked_until" is null
+            or "d"."locked_until" < now()
+          )
+          and "w"."enabled" = $5
+        order by
+          "d"."next_attempt_at"
+        limit
+          $6
+        for update of
+          "d" skip locked
       )
-      and "w"."enabled" = $5
-    order by
-      "d"."next_attempt_at"
-    limit
-      $6
-    for update of
-      "d" skip locked
+    )
   )
 returning
   "d"."id",
@@ -285,27 +289,31 @@ from
   "webhooks" as "w"
 where
   "w"."id" = "d"."webhook_id"
-  and "d"."id" in (
-    select
-      "d"."id"
-    from
-      "webhook_deliveries" as "d"
-      inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-    where
-      "d"."status" = $4
-      and "d"."next_attempt_at" <= now()
-      and (
-        "d"."locked_until" is null
-        or "d"."locked_until" < now()
+  and d.id = any (
+    array(
+      (
+        select
+          "d"."id"
+        from
+          "webhook_deliveries" as "d"
+          inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+        where
+          "d"."status" = $4
+          and "d"."next_attempt_at" <= now()
+          and (
+            "d"."locked_until" is null
+            or "d"."locked_until" < now()
+          )
+          and "w"."enabled" = $5
+          and "d"."webhook_id" not in ($6, $7)
+        order by
+          "d"."next_attempt_at"
+        limit
+          $8
+        for update of
+          "d" skip locked
       )
-      and "w"."enabled" = $5
-      and "d"."webhook_id" not in ($6, $7)
-    order by
-      "d"."next_attempt_at"
-    limit
-      $8
-    for update of
-      "d" skip locked
+    )
   )
 returning
   "d"."id",
