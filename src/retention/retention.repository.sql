@@ -116,3 +116,93 @@ where
     limit
       $3
   );
+
+-- retention.deleteOldWebhookDeliveries
+delete from "webhook_deliveries"
+where
+  "status" <> $1
+  and (
+    "last_attempt_at" is null
+    or "last_attempt_at" < (
+      now() - make_interval(secs => $2::double precision)
+    )
+  )
+  and "id" = any (
+    array(
+      (
+        select
+          "old"."id"
+        from
+          "webhook_deliveries" as "old"
+        where
+          "old"."created_at" < (
+            now() - make_interval(secs => $3::double precision)
+          )
+          and "old"."status" <> $4
+          and (
+            "old"."last_attempt_at" is null
+            or "old"."last_attempt_at" < (
+              now() - make_interval(secs => $5::double precision)
+            )
+          )
+        limit
+          $6
+      )
+    )
+  );
+
+-- retention.deleteOldBotDeliveries
+delete from "bot_deliveries"
+where
+  "status" <> $1
+  and "id" = any (
+    array(
+      (
+        select
+          "old"."id"
+        from
+          "bot_deliveries" as "old"
+        where
+          "old"."created_at" < (
+            now() - make_interval(secs => $2::double precision)
+          )
+          and "old"."status" <> $3
+        limit
+          $4
+      )
+    )
+  );
+
+-- retention.deleteOldWorkflowRuns
+delete from "workflow_runs"
+where
+  "status" <> $1
+  and (
+    "finished_at" is null
+    or "finished_at" < (
+      now() - make_interval(secs => $2::double precision)
+    )
+  )
+  and "id" = any (
+    array(
+      (
+        select
+          "old"."id"
+        from
+          "workflow_runs" as "old"
+        where
+          "old"."created_at" < (
+            now() - make_interval(secs => $3::double precision)
+          )
+          and "old"."status" <> $4
+          and (
+            "old"."finished_at" is null
+            or "old"."finished_at" < (
+              now() - make_interval(secs => $5::double precision)
+            )
+          )
+        limit
+          $6
+      )
+    )
+  );

@@ -1,4 +1,5 @@
 import type { Tx } from '../db/database.ts';
+import { idIn } from '../db/claims.ts';
 import { dbAgo } from '../db/clock.ts';
 
 // Each function deletes at most `limit` of its table's rows past retention and answers how many it
@@ -83,6 +84,71 @@ export async function deleteOldEvents(trx: Tx, retentionMs: number, limit: numbe
     .deleteFrom('events')
     .where('created_at', '<', cutoff)
     .where('position', 'in', (eb) => eb.selectFrom('events as old').select('old.position').where('old.created_at', '<', cutoff).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/**
+ * Webhook deliveries finished (succeeded, or failed for good) that were made, and last attempted, longer ago
+ * than retention. A pending one stays, whatever its age: a retry is due, or it was redelivered.
+ */
+export async function deleteOldWebhookDeliveries(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('webhook_deliveries')
+    .where('status', '<>', 'pending')
+    .where((eb) => eb.or([eb('last_attempt_at', 'is', null), eb('last_attempt_at', '<', cutoff)]))
+    .where(
+      idIn(
+        'id',
+        trx
+          .selectFrom('webhook_deliveries as old')
+          .select('old.id')
+          .where('old.created_at', '<', cutoff)
+          .where('old.status', '<>', 'pending')
+          .where((eb) => eb.or([eb('old.last_attempt_at', 'is', null), eb('old.last_attempt_at', '<', cutoff)]))
+          .limit(limit),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Bot deliveries finished longer ago than retention (made then: a bot delivery is never attempted again). */
+export async function deleteOldBotDeliveries(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('bot_deliveries')
+    .where('status', '<>', 'pending')
+    .where(
+      idIn(
+        'id',
+        trx.selectFrom('bot_deliveries as old').select('old.id').where('old.created_at', '<', cutoff).where('old.status', '<>', 'pending').limit(limit),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Workflow runs finished (succeeded, failed or skipped) that were made, and finished, longer ago than retention. */
+export async function deleteOldWorkflowRuns(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('workflow_runs')
+    .where('status', '<>', 'pending')
+    .where((eb) => eb.or([eb('finished_at', 'is', null), eb('finished_at', '<', cutoff)]))
+    .where(
+      idIn(
+        'id',
+        trx
+          .selectFrom('workflow_runs as old')
+          .select('old.id')
+          .where('old.created_at', '<', cutoff)
+          .where('old.status', '<>', 'pending')
+          .where((eb) => eb.or([eb('old.finished_at', 'is', null), eb('old.finished_at', '<', cutoff)]))
+          .limit(limit),
+      ),
+    )
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -238,7 +238,7 @@ from
   "webhooks" as "w"
 where
   "w"."id" = "d"."webhook_id"
-  and d.id = any (
+  and "d"."id" = any (
     array(
       (
         select
@@ -289,7 +289,7 @@ from
   "webhooks" as "w"
 where
   "w"."id" = "d"."webhook_id"
-  and d.id = any (
+  and "d"."id" = any (
     array(
       (
         select

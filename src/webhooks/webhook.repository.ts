@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
+import { idIn } from '../db/claims.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Webhook, WebhookDelivery } from '../db/schema.ts';
@@ -197,9 +198,7 @@ export async function claimDueDeliveries(
       last_attempt_at: sql<Date>`now()`,
     }))
     .whereRef('w.id', '=', 'd.webhook_id')
-    // `= any(array(...))`, not `in (...)`: the planner took the subquery for a semi-join and read the whole
-    // table (every delivery ever made) at each claim; over an array it looks the claimed ids up one by one.
-    .where(sql<boolean>`d.id = any(array(${oldest}))`)
+    .where(idIn('d.id', oldest))
     .returning([
       'd.id',
       'd.tenant_id',
