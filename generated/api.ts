@@ -1318,7 +1318,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The endpoint's deliveries, newest first */
+        /**
+         * The endpoint's deliveries, newest first
+         * @description A finished delivery (succeeded or failed) is kept 30 days after it was made and last attempted (`DELIVERY_RETENTION_DAYS` on a self-hosted service); a pending one is kept until it finishes.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -1718,7 +1721,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The workflow's runs, newest first, each with its actions' outcomes */
+        /**
+         * The workflow's runs, newest first, each with its actions' outcomes
+         * @description A finished run is kept 30 days after it was made and finished (`DELIVERY_RETENTION_DAYS` on a self-hosted service); a pending one is kept until it finishes.
+         */
         get: operations["listWorkflowRuns"];
         put?: never;
         post?: never;
