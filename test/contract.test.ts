@@ -86,6 +86,13 @@ describe('the AsyncAPI contract', () => {
 });
 
 describe('route matching', () => {
+  it('no $ref of the contract points into its paths (the validators are compiled without them)', () => {
+    const refs = JSON.stringify(loadContract().document).match(/"\$ref":"[^"]*"/g) ?? [];
+    expect(refs.length).to.be.above(100);
+    expect(refs.filter((ref) => !ref.startsWith('"$ref":"#/components/'))).to.deep.equal([]);
+  });
+
+
   it("the validator's path matchers are compiled once, not at every request", async () => {
     await getHarness();
     const compile = validatorsPathToRegexp();
