@@ -1,5 +1,5 @@
 import type { Tx } from '../db/database.ts';
-import { idIn } from '../db/claims.ts';
+import { idIn } from '../db/id-lookup.ts';
 import { dbAgo } from '../db/clock.ts';
 
 // Each function deletes at most `limit` of its table's rows past retention and answers how many it

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
-import { idIn } from '../db/claims.ts';
+import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Webhook, WebhookDelivery } from '../db/schema.ts';
