@@ -222,7 +222,6 @@ describe('retention', () => {
         }
       });
 
-      const periods: RetentionPeriods = { intervalMs: HOUR, idempotencyKeyMs: DAY, refreshTokenMs: DAY, mailTokenMs: DAY, pageViewMs: 30 * DAY, eventMs: 7 * DAY, deliveryMs: 30 * DAY };
       const scheduler = new Scheduler({ database, logger: quiet, jobs: uniquely(retentionJobs(periods, { batch: 2 })) });
       const runs = await scheduler.runDue();
       await scheduler.stop();
