@@ -1350,7 +1350,8 @@ export interface paths {
          * @description Queues the delivery at once with a fresh retry schedule, whatever its state: the same body under
          *     the same `webhook-id` (the receiver's de-duplication still recognises it), signed anew. A delivery
          *     being attempted right now is sent again once that attempt's lease ends. A disabled endpoint is 409
-         *     ERR_CONFLICT: enable it first.
+         *     ERR_CONFLICT: enable it first. A finished delivery past retention (30 days by default, see the
+         *     deliveries list) is gone: 404.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
 import pino from 'pino';
 import request from 'supertest';
 import * as authRepo from '../src/auth/auth.repository.ts';
@@ -179,6 +180,8 @@ describe('retention', () => {
       const { database } = await getHarness();
       const t = await createTenant();
       const id = (prefix: string) => `${prefix}_${randomUUID()}`;
+      // Ids as newId makes them (a UUIDv7) when the row was made: the jobs find old rows by their ids.
+      const madeAgo = (prefix: string, days: number) => `${prefix}_${uuidv7({ msecs: Date.now() - days * DAY })}`;
       const [hook, bot, workflow] = [id('whk'), id('bot'), id('wf')];
       // Rows by name: [status, made days ago, last attempted (webhooks) or finished (runs) days ago].
       const webhookRows = {
@@ -199,21 +202,21 @@ describe('retention', () => {
           values (${workflow}, ${t.tenantId}, 'w', false, 'message.created', '{"type":"message.created"}', '[]', 'whsec_x')`.execute(trx);
         // Pending rows are due a day from now: no dispatcher of the suite claims them meanwhile.
         for (const [name, [status, made, attempted]] of Object.entries(webhookRows)) {
-          const row = id('whd');
+          const row = madeAgo('whd', made);
           ids.webhook.set(name, row);
           await sql`insert into webhook_deliveries (id, tenant_id, webhook_id, event_id, event_type, body, status, next_attempt_at, created_at, last_attempt_at)
             values (${row}, ${t.tenantId}, ${hook}, ${id('evt')}, 'message.created', '{}', ${status},
               ${status === 'pending' ? sql`now() + interval '1 day'` : null}, now() - ${`${made} days`}::interval, now() - ${`${attempted} days`}::interval)`.execute(trx);
         }
         for (const [name, [status, made]] of Object.entries(botRows)) {
-          const row = id('bdl');
+          const row = madeAgo('btd', made);
           ids.bot.set(name, row);
           await sql`insert into bot_deliveries (id, tenant_id, bot_id, conversation_id, event_id, event_type, body, status, next_attempt_at, created_at)
             values (${row}, ${t.tenantId}, ${bot}, 'cnv', ${id('evt')}, 'message.created', '{}', ${status},
               ${status === 'pending' ? sql`now() + interval '1 day'` : null}, now() - ${`${made} days`}::interval)`.execute(trx);
         }
         for (const [name, [status, made, finished]] of Object.entries(runRows)) {
-          const row = id('wfr');
+          const row = madeAgo('wfr', made);
           ids.run.set(name, row);
           await sql`insert into workflow_runs (id, tenant_id, workflow_id, event_id, event_type, event_body, depth, status, skip_reason, next_attempt_at, created_at, finished_at)
             values (${row}, ${t.tenantId}, ${workflow}, ${id('evt')}, 'message.created', '{}', 1, ${status}, ${status === 'skipped' ? 'conditions' : null},

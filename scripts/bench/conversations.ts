@@ -156,7 +156,10 @@ for (const size of sizes) {
 await database.close();
 writeResults('conversations', figures, { seconds, connections, sizes });
 
-/** The time of one request, alone: the first of its route in the server's life, it compiles what the route needs. */
+/**
+ * The time of one request, alone: the first of its route in the server's life, it compiles what the route
+ * needs. (The status filter is the list's route: its figure is a second request.)
+ */
 async function firstRequest(endpoint: Endpoint, url: string, token: string, conversationId: string): Promise<number> {
   const started = performance.now();
   const res =

@@ -218,7 +218,7 @@ console.table({
   'bare loop passes, requests/s': results.bare_passes_per_s.join(', '),
   'ratio (goal >= 0.7)': results.ratio,
   'CPU µs per delivery: service': results.service_cpu_us_per_delivery,
-  'CPU µs per delivery: database (PostgreSQL only)': results.database_cpu_us_per_delivery,
+  'CPU µs per delivery: database (every PostgreSQL process of this machine; 0 on PGlite)': results.database_cpu_us_per_delivery,
   'CPU µs per delivery: receiver': results.receiver_cpu_us_per_delivery,
   'CPU µs per request: bare loop': results.bare_loop_cpu_us_per_request,
   'CPU µs per request: receiver, bare loop': results.bare_receiver_cpu_us_per_request,

@@ -56,3 +56,6 @@ export function compileValidatorsWithoutPaths(): void {
     response[PATCHED] = true;
   }
 }
+
+/** For the test: the validator's middlewares module, as patched. */
+export const validatorMiddlewares = () => middlewares as unknown as { ResponseValidator: new (spec: unknown, options: unknown, eovOptions: unknown, serial: number) => unknown };

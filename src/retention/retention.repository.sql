@@ -120,11 +120,14 @@ where
 -- retention.deleteOldWebhookDeliveries
 delete from "webhook_deliveries"
 where
-  "status" <> $1
+  "created_at" < (
+    now() - make_interval(secs => $1::double precision)
+  )
+  and "status" <> $2
   and (
     "last_attempt_at" is null
     or "last_attempt_at" < (
-      now() - make_interval(secs => $2::double precision)
+      now() - make_interval(secs => $3::double precision)
     )
   )
   and "id" = any (
@@ -135,18 +138,40 @@ where
         from
           "webhook_deliveries" as "old"
         where
-          "old"."created_at" < (
-            now() - make_interval(secs => $3::double precision)
+          "old"."id" < (
+            select
+              $4 || substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000'
+            from
+              (
+                select
+                  lpad(
+                    to_hex(
+                      floor(
+                        extract(
+                          epoch
+                          from
+                            (
+                              now() - make_interval(secs => $5::double precision)
+                            )
+                        ) * 1000
+                      )::bigint
+                    ),
+                    12,
+                    '0'
+                  ) as h
+              ) as t
           )
-          and "old"."status" <> $4
+          and "old"."status" <> $6
           and (
             "old"."last_attempt_at" is null
             or "old"."last_attempt_at" < (
-              now() - make_interval(secs => $5::double precision)
+              now() - make_interval(secs => $7::double precision)
             )
           )
+        order by
+          "old"."id"
         limit
-          $6
+          $8
       )
     )
   );
@@ -154,7 +179,10 @@ where
 -- retention.deleteOldBotDeliveries
 delete from "bot_deliveries"
 where
-  "status" <> $1
+  "created_at" < (
+    now() - make_interval(secs => $1::double precision)
+  )
+  and "status" <> $2
   and "id" = any (
     array(
       (
@@ -163,12 +191,34 @@ where
         from
           "bot_deliveries" as "old"
         where
-          "old"."created_at" < (
-            now() - make_interval(secs => $2::double precision)
+          "old"."id" < (
+            select
+              $3 || substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000'
+            from
+              (
+                select
+                  lpad(
+                    to_hex(
+                      floor(
+                        extract(
+                          epoch
+                          from
+                            (
+                              now() - make_interval(secs => $4::double precision)
+                            )
+                        ) * 1000
+                      )::bigint
+                    ),
+                    12,
+                    '0'
+                  ) as h
+              ) as t
           )
-          and "old"."status" <> $3
+          and "old"."status" <> $5
+        order by
+          "old"."id"
         limit
-          $4
+          $6
       )
     )
   );
@@ -176,11 +226,14 @@ where
 -- retention.deleteOldWorkflowRuns
 delete from "workflow_runs"
 where
-  "status" <> $1
+  "created_at" < (
+    now() - make_interval(secs => $1::double precision)
+  )
+  and "status" <> $2
   and (
     "finished_at" is null
     or "finished_at" < (
-      now() - make_interval(secs => $2::double precision)
+      now() - make_interval(secs => $3::double precision)
     )
   )
   and "id" = any (
@@ -191,18 +244,40 @@ where
         from
           "workflow_runs" as "old"
         where
-          "old"."created_at" < (
-            now() - make_interval(secs => $3::double precision)
+          "old"."id" < (
+            select
+              $4 || substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000'
+            from
+              (
+                select
+                  lpad(
+                    to_hex(
+                      floor(
+                        extract(
+                          epoch
+                          from
+                            (
+                              now() - make_interval(secs => $5::double precision)
+                            )
+                        ) * 1000
+                      )::bigint
+                    ),
+                    12,
+                    '0'
+                  ) as h
+              ) as t
           )
-          and "old"."status" <> $4
+          and "old"."status" <> $6
           and (
             "old"."finished_at" is null
             or "old"."finished_at" < (
-              now() - make_interval(secs => $5::double precision)
+              now() - make_interval(secs => $7::double precision)
             )
           )
+        order by
+          "old"."id"
         limit
-          $6
+          $8
       )
     )
   );
