@@ -341,11 +341,7 @@ with
       last_error = null,
       delivered_at = now()
     from
-      (
-        values
-          ($1, $2, $3::integer),
-          ($4, $5, $6::integer)
-      ) as v (id, lock_token, status_code)
+      unnest($1::text[], $2::text[], $3::integer[]) as v (id, lock_token, status_code)
     where
       d.id = v.id
       and d.lock_token = v.lock_token
@@ -377,11 +373,7 @@ set
   lock_token = null,
   attempts = d.attempts - 1
 from
-  (
-    values
-      ($1, $2),
-      ($3, $4)
-  ) as v (id, lock_token)
+  unnest($1::text[], $2::text[]) as v (id, lock_token)
 where
   d.id = v.id
   and d.lock_token = v.lock_token;
