@@ -1318,7 +1318,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The endpoint's deliveries, newest first */
+        /**
+         * The endpoint's deliveries, newest first
+         * @description A finished delivery (succeeded or failed) is kept 30 days after it was made and last attempted (`DELIVERY_RETENTION_DAYS` on a self-hosted service); a pending one is kept until it finishes.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -1347,7 +1350,8 @@ export interface paths {
          * @description Queues the delivery at once with a fresh retry schedule, whatever its state: the same body under
          *     the same `webhook-id` (the receiver's de-duplication still recognises it), signed anew. A delivery
          *     being attempted right now is sent again once that attempt's lease ends. A disabled endpoint is 409
-         *     ERR_CONFLICT: enable it first.
+         *     ERR_CONFLICT: enable it first. A finished delivery past retention (30 days by default, see the
+         *     deliveries list) is gone: 404.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;
@@ -1718,7 +1722,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The workflow's runs, newest first, each with its actions' outcomes */
+        /**
+         * The workflow's runs, newest first, each with its actions' outcomes
+         * @description A finished run is kept 30 days after it was made and finished (`DELIVERY_RETENTION_DAYS` on a self-hosted service); a pending one is kept until it finishes.
+         */
         get: operations["listWorkflowRuns"];
         put?: never;
         post?: never;

@@ -66,6 +66,7 @@ import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
 import { keepRouteMatchers } from './http/route-matchers.ts';
+import { compileValidatorsWithoutPaths } from './http/validator-compile.ts';
 import { SecretBox } from './shared/secret-box.ts';
 import { TENANT_ID } from './shared/ids.ts';
 
@@ -264,6 +265,7 @@ function outcome(req: express.Request, res: express.Response) {
 // request is validated. The input guard and the undeclared-body check come last there: 401 and 403 before any 400.
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
   keepRouteMatchers();
+  compileValidatorsWithoutPaths();
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
     // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking

@@ -100,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       MAIL_TOKEN_RETENTION_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'used or expired mail tokens are deleted this long after' }),
       PAGE_VIEW_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'page views are deleted this long after' }),
       EVENT_RETENTION_DAYS: positiveInt(1, 3650)({ default: 7, desc: 'events are deleted this long after' }),
+      DELIVERY_RETENTION_DAYS: positiveInt(1, 3650)({ default: 30, desc: 'finished webhook deliveries, bot deliveries and workflow runs are deleted this long after' }),
       FILE_ORPHAN_HOURS: positiveInt(1, 8760)({ default: 24, desc: 'files never attached to a message are deleted this long after upload' }),
       WEBHOOK_ALLOW_PRIVATE: bool({ default: false, desc: 'let webhooks reach loopback, private, link-local and metadata addresses' }),
       WEBHOOK_TIMEOUT_MS: positiveInt(100, 60_000)({ default: 10_000, desc: 'a delivery attempt without a 2xx by then failed' }),
@@ -186,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       mailTokenMs: e.MAIL_TOKEN_RETENTION_HOURS * HOUR,
       pageViewMs: e.PAGE_VIEW_RETENTION_DAYS * DAY,
       eventMs: e.EVENT_RETENTION_DAYS * DAY,
+      deliveryMs: e.DELIVERY_RETENTION_DAYS * DAY,
     },
     fileOrphanMs: e.FILE_ORPHAN_HOURS * HOUR,
     webhooks: {

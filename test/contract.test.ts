@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { type Handlers, loadContract, mountOperations } from '../src/http/contract.ts';
 import { getHarness } from './support/harness.ts';
 import { validatorsPathToRegexp } from '../src/http/route-matchers.ts';
+import { validatorMiddlewares } from '../src/http/validator-compile.ts';
 
 describe('the contract', () => {
   it('is served as JSON and YAML, as openapi/chat.yaml with the service itself as the first server', async () => {
@@ -86,6 +87,34 @@ describe('the AsyncAPI contract', () => {
 });
 
 describe('route matching', () => {
+  it('no $ref of the contract points into its paths (the validators are compiled without them)', () => {
+    const refs = JSON.stringify(loadContract().document).match(/"\$ref":"[^"]*"/g) ?? [];
+    expect(refs.length).to.be.above(100);
+    expect(refs.filter((ref) => !ref.startsWith('"$ref":"#/components/'))).to.deep.equal([]);
+  });
+
+  it("a route's validators are compiled without the contract's paths, which stay in the document", async () => {
+    await getHarness();
+    const responses = { '200': { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } } } };
+    const doc = { openapi: '3.1.0', info: { title: 't', version: '1' }, paths: { '/things': { get: { responses } } }, components: { schemas: { Thing: { type: 'object' } } } };
+    const { ResponseValidator } = validatorMiddlewares();
+    const validator = new ResponseValidator(doc, { strict: false, validateSchema: false, useDefaults: false, formats: {}, serDesMap: {}, validateFormats: true }, {}, 0) as {
+      ajvBody: { addSchema: (schema: { paths: unknown }, key: string) => unknown };
+      buildValidators: (responses: unknown, key: string) => Record<string, Record<string, (body: unknown) => boolean>>;
+      spec: typeof doc;
+    };
+    const compiled: unknown[] = [];
+    const addSchema = validator.ajvBody.addSchema.bind(validator.ajvBody);
+    validator.ajvBody.addSchema = (schema, key) => {
+      compiled.push(schema.paths);
+      return addSchema(schema, key);
+    };
+    const validators = validator.buildValidators(responses, 'GET-/things');
+    expect(compiled).to.deep.equal([{}]);
+    expect(validators['200']!['application/json']!({ response: {} })).to.equal(true);
+    expect(validator.spec.paths).to.have.key('/things');
+  });
+
   it("the validator's path matchers are compiled once, not at every request", async () => {
     await getHarness();
     const compile = validatorsPathToRegexp();

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
 import pino from 'pino';
 import request from 'supertest';
 import * as authRepo from '../src/auth/auth.repository.ts';
@@ -61,6 +62,7 @@ describe('retention', () => {
       mailTokenMs: 24 * HOUR,
       pageViewMs: 30 * DAY,
       eventMs: 7 * DAY,
+      deliveryMs: 30 * DAY,
     };
 
     async function login(t: TestTenant) {
@@ -142,7 +144,7 @@ describe('retention', () => {
       const scheduler = new Scheduler({ database, logger: quiet, jobs: uniquely(retentionJobs(periods, { batch: 2 })) });
       const runs = await scheduler.runDue();
       await scheduler.stop();
-      expect(ok(runs)).to.have.length(5).and.satisfy((names: string[]) => names.every((n) => n.startsWith('retention.') && !n.includes('failed')));
+      expect(ok(runs)).to.have.length(8).and.satisfy((names: string[]) => names.every((n) => n.startsWith('retention.') && !n.includes('failed')));
       const pageViewRun = runs.find((r) => r.name.startsWith('retention.page_views'))!;
       expect(pageViewRun.ok && (pageViewRun.result as { deleted: number }).deleted).to.be.at.least(5);
 
@@ -172,6 +174,71 @@ describe('retention', () => {
       const events = await database.withTenant(t.tenantId, (trx) => trx.selectFrom('events').select(['conversation_id']).execute());
       expect(events.filter((e) => e.conversation_id === freshConversation.id)).to.not.be.empty;
       expect(events.filter((e) => e.conversation_id === c.id)).to.deep.equal([]);
+    });
+
+    it('finished webhook deliveries, bot deliveries and workflow runs go after their period; pending ones and ones attempted lately stay', async () => {
+      const { database } = await getHarness();
+      const t = await createTenant();
+      const id = (prefix: string) => `${prefix}_${randomUUID()}`;
+      // Ids as newId makes them (a UUIDv7) when the row was made: the jobs find old rows by their ids.
+      const madeAgo = (prefix: string, days: number) => `${prefix}_${uuidv7({ msecs: Date.now() - days * DAY })}`;
+      const [hook, bot, workflow] = [id('whk'), id('bot'), id('wf')];
+      // Rows by name: [status, made days ago, last attempted (webhooks) or finished (runs) days ago].
+      const webhookRows = {
+        done1: ['succeeded', 31, 31],
+        done2: ['succeeded', 40, 40],
+        done3: ['failed', 35, 34],
+        pending: ['pending', 31, 1],
+        redeliveredLately: ['failed', 31, 1],
+        fresh: ['succeeded', 1, 1],
+      } as const;
+      const botRows = { done: ['succeeded', 31], failed: ['failed', 32], pending: ['pending', 31], fresh: ['succeeded', 0] } as const;
+      const runRows = { done: ['succeeded', 31, 31], skipped: ['skipped', 31, 31], pending: ['pending', 31, 0], finishedLately: ['failed', 31, 1], fresh: ['succeeded', 0, 0] } as const;
+      const ids = { webhook: new Map<string, string>(), bot: new Map<string, string>(), run: new Map<string, string>() };
+      await database.asSystem(async (trx) => {
+        await sql`insert into webhooks (id, tenant_id, url, events, secret) values (${hook}, ${t.tenantId}, 'https://example.test/hook', ${['*']}, 'whsec_x')`.execute(trx);
+        await sql`insert into bots (id, tenant_id, name, kind, enabled, secret) values (${bot}, ${t.tenantId}, 'b', 'faq', false, 'whsec_x')`.execute(trx);
+        await sql`insert into workflows (id, tenant_id, name, enabled, trigger_type, trigger, actions, secret)
+          values (${workflow}, ${t.tenantId}, 'w', false, 'message.created', '{"type":"message.created"}', '[]', 'whsec_x')`.execute(trx);
+        // Pending rows are due a day from now: no dispatcher of the suite claims them meanwhile.
+        for (const [name, [status, made, attempted]] of Object.entries(webhookRows)) {
+          const row = madeAgo('whd', made);
+          ids.webhook.set(name, row);
+          await sql`insert into webhook_deliveries (id, tenant_id, webhook_id, event_id, event_type, body, status, next_attempt_at, created_at, last_attempt_at)
+            values (${row}, ${t.tenantId}, ${hook}, ${id('evt')}, 'message.created', '{}', ${status},
+              ${status === 'pending' ? sql`now() + interval '1 day'` : null}, now() - ${`${made} days`}::interval, now() - ${`${attempted} days`}::interval)`.execute(trx);
+        }
+        for (const [name, [status, made]] of Object.entries(botRows)) {
+          const row = madeAgo('btd', made);
+          ids.bot.set(name, row);
+          await sql`insert into bot_deliveries (id, tenant_id, bot_id, conversation_id, event_id, event_type, body, status, next_attempt_at, created_at)
+            values (${row}, ${t.tenantId}, ${bot}, 'cnv', ${id('evt')}, 'message.created', '{}', ${status},
+              ${status === 'pending' ? sql`now() + interval '1 day'` : null}, now() - ${`${made} days`}::interval)`.execute(trx);
+        }
+        for (const [name, [status, made, finished]] of Object.entries(runRows)) {
+          const row = madeAgo('wfr', made);
+          ids.run.set(name, row);
+          await sql`insert into workflow_runs (id, tenant_id, workflow_id, event_id, event_type, event_body, depth, status, skip_reason, next_attempt_at, created_at, finished_at)
+            values (${row}, ${t.tenantId}, ${workflow}, ${id('evt')}, 'message.created', '{}', 1, ${status}, ${status === 'skipped' ? 'conditions' : null},
+              ${status === 'pending' ? sql`now() + interval '1 day'` : null}, now() - ${`${made} days`}::interval,
+              ${status === 'pending' ? null : sql`now() - ${`${finished} days`}::interval`})`.execute(trx);
+        }
+      });
+
+      const scheduler = new Scheduler({ database, logger: quiet, jobs: uniquely(retentionJobs(periods, { batch: 2 })) });
+      const runs = await scheduler.runDue();
+      await scheduler.stop();
+      expect(ok(runs).filter((n) => n.includes('failed'))).to.deep.equal([]);
+
+      const left = async (table: 'webhook_deliveries' | 'bot_deliveries' | 'workflow_runs', byName: Map<string, string>) => {
+        const rows = await database.asSystem((trx) => trx.selectFrom(table).select('id').where('id', 'in', [...byName.values()]).execute());
+        return [...byName].filter(([, row]) => rows.some((r) => r.id === row)).map(([name]) => name);
+      };
+      expect(await left('webhook_deliveries', ids.webhook)).to.have.members(['pending', 'redeliveredLately', 'fresh']);
+      expect(await left('bot_deliveries', ids.bot)).to.have.members(['pending', 'fresh']);
+      expect(await left('workflow_runs', ids.run)).to.have.members(['pending', 'finishedLately', 'fresh']);
+      const webhookRun = runs.find((r) => r.name.startsWith('retention.webhook_deliveries'))!;
+      expect(webhookRun.ok && (webhookRun.result as { deleted: number }).deleted).to.be.at.least(3);
     });
 
     it('a key reused after its period makes a new message, even before the job has deleted it', async () => {
@@ -204,9 +271,17 @@ describe('retention', () => {
 
     it('the period comes from configuration', async () => {
       const { deps, database } = await getHarness();
-      const config = loadConfig({ IDEMPOTENCY_KEY_RETENTION_HOURS: '2', EVENT_RETENTION_DAYS: '3', PAGE_VIEW_RETENTION_DAYS: '10' });
-      expect(config.retention).to.include({ idempotencyKeyMs: 2 * HOUR, eventMs: 3 * DAY, pageViewMs: 10 * DAY, intervalMs: HOUR });
-      expect(loadConfig({}).retention).to.deep.equal({ intervalMs: HOUR, idempotencyKeyMs: 24 * HOUR, refreshTokenMs: 24 * HOUR, mailTokenMs: 24 * HOUR, pageViewMs: 30 * DAY, eventMs: 7 * DAY });
+      const config = loadConfig({ IDEMPOTENCY_KEY_RETENTION_HOURS: '2', EVENT_RETENTION_DAYS: '3', PAGE_VIEW_RETENTION_DAYS: '10', DELIVERY_RETENTION_DAYS: '90' });
+      expect(config.retention).to.include({ idempotencyKeyMs: 2 * HOUR, eventMs: 3 * DAY, pageViewMs: 10 * DAY, deliveryMs: 90 * DAY, intervalMs: HOUR });
+      expect(loadConfig({}).retention).to.deep.equal({
+        intervalMs: HOUR,
+        idempotencyKeyMs: 24 * HOUR,
+        refreshTokenMs: 24 * HOUR,
+        mailTokenMs: 24 * HOUR,
+        pageViewMs: 30 * DAY,
+        eventMs: 7 * DAY,
+        deliveryMs: 30 * DAY,
+      });
 
       // An app built with a 2-hour period: a key 3 hours old no longer replays.
       const { createApp } = await import('../src/app.ts');

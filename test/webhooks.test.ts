@@ -9,6 +9,7 @@ import request from 'supertest';
 import { buildApp } from '../src/app.ts';
 import { EventBus } from '../src/events/bus.ts';
 import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
+import { claimDueDeliveries } from '../src/webhooks/webhook.repository.ts';
 import { RedisDispatchWakeups } from '../src/webhooks/webhook.wakeups.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
 import { addressRefusal, createTransport, signature } from '../src/webhooks/webhook.transport.ts';
@@ -469,6 +470,40 @@ describe('webhooks across instances', () => {
       await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', 'in', [hanging.url, fast.url]).execute());
       await hanging.close();
       await fast.close();
+    }
+  });
+
+  it('a claim looks up what it takes: it does not read the deliveries already made', async () => {
+    // Planned as a semi-join, a large claim (1,024 is the largest the dispatcher makes) read the whole table,
+    // every delivery ever made, at each pass: during a backlog's drain, most of the database's work.
+    const h = await getHarness();
+    const t = await createTenant();
+    const hookId = `wh_${crypto.randomUUID()}`;
+    await h.database.asSystem(async (trx) => {
+      await sql`insert into webhooks (id, tenant_id, url, events, secret) values (${hookId}, ${t.tenantId}, 'https://example.test/hook', ${['*']}, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')`.execute(trx);
+      await sql`insert into webhook_deliveries (id, tenant_id, webhook_id, event_id, event_type, body, status, next_attempt_at, delivered_at)
+        select 'whd_' || gen_random_uuid(), ${t.tenantId}, ${hookId}, 'ev_' || gen_random_uuid(), 'message.created', repeat('x', 400),
+          case when i <= 1500 then 'pending' else 'succeeded' end,
+          -- Due a year ago: older than anything other tests left due in a shared database, so claimed first.
+          case when i <= 1500 then now() - interval '1 year' end, case when i > 1500 then now() end
+        from generate_series(1, 5000) as i`.execute(trx);
+    });
+    await sql`analyze webhook_deliveries`.execute(h.database.db);
+    try {
+      const { claimed, seqScans, afterControl } = await h.database.asSystem(async (trx) => {
+        const claimed = await claimDueDeliveries(trx, 1024, crypto.randomUUID(), 10_000);
+        const seqScans = async () =>
+          Number((await sql<{ seq_scan: string }>`select seq_scan from pg_stat_xact_user_tables where relname = 'webhook_deliveries'`.execute(trx)).rows[0]?.seq_scan ?? 0);
+        const inClaim = await seqScans();
+        // The control: a sequential scan in this transaction is counted, here, on this database.
+        await sql`select count(*) from webhook_deliveries`.execute(trx);
+        return { claimed, seqScans: inClaim, afterControl: await seqScans() };
+      });
+      expect(claimed.filter((d) => d.webhook_id === hookId)).to.have.length(1024);
+      expect(seqScans, 'sequential scans of webhook_deliveries in the claim').to.equal(0);
+      expect(afterControl, 'the control scan').to.be.above(0);
+    } finally {
+      await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('id', '=', hookId).execute());
     }
   });
 

@@ -2,20 +2,44 @@
 //
 // 1. Throughput: a backlog of N message.created deliveries (the receiver holds its first requests until the
 //    backlog is in the database) is drained into a fast local receiver by one service instance; beside it, a
-//    bare loop signs the same bodies with standardwebhooks and posts them to the same receiver with the
-//    same concurrency. Both in this run, so the ratio is what counts.
+//    bare loop in a process of its own (webhook-bare-sender.ts) signs the same bodies with standardwebhooks
+//    and posts them to the same receiver with the same concurrency. Both in this run, so the ratio is what
+//    counts; each process's CPU per delivery is printed beside it (PostgreSQL's too, when it runs here).
 // 2. Lag: messages are sent at half the service's measured send rate; for each, the time from its POST
 //    being answered (after commit) to its delivery arriving.
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Webhook } from 'standardwebhooks';
+import { fileURLToPath } from 'node:url';
 import { startProcess } from './support.ts';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const CONCURRENCY = 16;
+
+/** CPU seconds used so far by every PostgreSQL process of this machine (0 on PGlite, which runs in the service). */
+function databaseCpuSeconds(): number {
+  if (!process.env.DATABASE_URL) return 0;
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return ticks / 100;
+}
+const ownCpuSeconds = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
 
 const arrivals = new Map<string, number>();
 let held: (() => void)[] | undefined = [];
@@ -89,6 +113,7 @@ for (;;) {
   await new Promise((r) => setTimeout(r, 100));
 }
 arrivals.clear();
+const cpuBefore = { service: service.cpuSeconds(), database: databaseCpuSeconds(), bench: ownCpuSeconds() };
 started = performance.now();
 const release = held!;
 held = undefined;
@@ -96,42 +121,34 @@ for (const answer of release) answer();
 while (arrivals.size < BACKLOG - release.length) await new Promise((r) => setTimeout(r, 5));
 const serviceSeconds = (performance.now() - started) / 1000;
 const serviceRate = arrivals.size / serviceSeconds;
+// CPU per delivery while draining: the service's, the database's, and the receiver's (this process).
+const perDelivery = (seconds: number) => Math.round((seconds * 1e6) / arrivals.size);
+const drainCpu = {
+  service: perDelivery(service.cpuSeconds() - cpuBefore.service),
+  database: perDelivery(databaseCpuSeconds() - cpuBefore.database),
+  receiver: perDelivery(ownCpuSeconds() - cpuBefore.bench),
+};
 
-// The bare loop: sign and post the same bodies to the same receiver, same concurrency, keep-alive.
-const signer = new Webhook(hook.secret);
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-const post = (id: string, body: string) =>
-  new Promise<void>((resolve, reject) => {
-    const at = new Date();
-    const req = request(receiverUrl, {
-      method: 'POST',
-      agent,
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': `bare-${id}`,
-        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-        'webhook-signature': signer.sign(id, at, body),
-        'content-length': Buffer.byteLength(body),
-      },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve());
-    });
-    req.on('error', reject);
-    req.end(body);
+// The bare loop (scripts/bench/webhook-bare-sender.ts): the same bodies signed and posted to the same receiver
+// with the same concurrency, from a process of its own as the service's are. Here it shared this process with
+// the receiver: no wakeups between processes, one thread for both sides. A warm-up pass, then the median of
+// three: one cold pass of a few hundred milliseconds swung from 4,000 to 7,300/s.
+const bareInput = join(dataDir, 'bare-input.json');
+writeFileSync(bareInput, JSON.stringify({ url: receiverUrl, secret: hook.secret, concurrency: CONCURRENCY, bodies }));
+const receiverCpuBefore = ownCpuSeconds();
+const bareOutput = await new Promise<string>((resolve, reject) => {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./webhook-bare-sender.ts', import.meta.url))], {
+    env: { ...process.env, BARE_INPUT: bareInput },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-started = performance.now();
-let k = 0;
-await Promise.all(
-  Array.from({ length: CONCURRENCY }, async () => {
-    while (k < bodies.length) {
-      const { id, body } = bodies[k++]!;
-      await post(id, body);
-    }
-  }),
-);
-const bareRate = bodies.length / ((performance.now() - started) / 1000);
-agent.destroy();
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk));
+  child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`the bare sender exited with ${code}`))));
+});
+const bareReceiverCpu = Math.round(((ownCpuSeconds() - receiverCpuBefore) * 1e6) / (bodies.length * 3 + Math.min(500, bodies.length)));
+const bareRuns = (JSON.parse(bareOutput) as { per_s: number; cpu_us_per_request: number }[]).sort((x, y) => x.per_s - y.per_s);
+const bareRate = bareRuns[1]!.per_s;
+const bareCpuPerRequest = Math.round(bareRuns[1]!.cpu_us_per_request);
 
 // ---- 2. lag at half the measured send rate -----------------------------------------------------------
 const answeredAt = new Map<string, number>();
@@ -179,7 +196,13 @@ const results = {
   concurrency: CONCURRENCY,
   service_deliveries_per_s: Math.round(serviceRate),
   bare_sign_and_post_per_s: Math.round(bareRate),
+  bare_passes_per_s: bareRuns.map((r) => Math.round(r.per_s)),
   ratio: Number((serviceRate / bareRate).toFixed(2)),
+  service_cpu_us_per_delivery: drainCpu.service,
+  database_cpu_us_per_delivery: drainCpu.database,
+  receiver_cpu_us_per_delivery: drainCpu.receiver,
+  bare_loop_cpu_us_per_request: bareCpuPerRequest,
+  bare_receiver_cpu_us_per_request: bareReceiverCpu,
   measured_send_rate_per_s: Math.round(sendRate),
   lag_send_rate_per_s: Math.round(rate),
   lag_messages: total,
@@ -191,8 +214,14 @@ const results = {
 console.log('\nWebhook delivery benchmark');
 console.table({
   'service (one instance), deliveries/s': results.service_deliveries_per_s,
-  'bare sign-and-post loop, requests/s': results.bare_sign_and_post_per_s,
+  'bare sign-and-post loop, requests/s (median of 3)': results.bare_sign_and_post_per_s,
+  'bare loop passes, requests/s': results.bare_passes_per_s.join(', '),
   'ratio (goal >= 0.7)': results.ratio,
+  'CPU µs per delivery: service': results.service_cpu_us_per_delivery,
+  'CPU µs per delivery: database (every PostgreSQL process of this machine; 0 on PGlite)': results.database_cpu_us_per_delivery,
+  'CPU µs per delivery: receiver': results.receiver_cpu_us_per_delivery,
+  'CPU µs per request: bare loop': results.bare_loop_cpu_us_per_request,
+  'CPU µs per request: receiver, bare loop': results.bare_receiver_cpu_us_per_request,
   'messages/s sent (measured)': results.measured_send_rate_per_s,
   'messages/s during the lag run (half)': results.lag_send_rate_per_s,
   'commit-to-delivery lag p50, ms': results.lag_p50_ms,

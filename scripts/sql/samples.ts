@@ -277,6 +277,9 @@ export const samples: Record<string, Record<string, unknown>> = {
     deleteDeadMailTokens: [DAY, 1000],
     deleteOldPageViews: [DAY, 1000],
     deleteOldEvents: [DAY, 1000],
+    deleteOldWebhookDeliveries: [DAY, 1000],
+    deleteOldBotDeliveries: [DAY, 1000],
+    deleteOldWorkflowRuns: [DAY, 1000],
   }),
   'tenants/tenant.repository.ts': of<typeof tenant>({
     insertTenant: [{ id: 'tn', name: 'n', settings: '{}' }],

@@ -162,24 +162,28 @@ set
   "lock_token" = $2,
   "attempts" = "attempts" + $3
 where
-  "id" in (
-    select
-      "id"
-    from
-      "bot_deliveries"
-    where
-      "status" = $4
-      and "next_attempt_at" <= now()
-      and (
-        "locked_until" is null
-        or "locked_until" < now()
+  "id" = any (
+    array(
+      (
+        select
+          "id"
+        from
+          "bot_deliveries"
+        where
+          "status" = $4
+          and "next_attempt_at" <= now()
+          and (
+            "locked_until" is null
+            or "locked_until" < now()
+          )
+        order by
+          "next_attempt_at"
+        limit
+          $5
+        for update
+          skip locked
       )
-    order by
-      "next_attempt_at"
-    limit
-      $5
-    for update
-      skip locked
+    )
   )
 returning
   "id",

@@ -14,6 +14,8 @@ export interface RetentionPeriods {
   mailTokenMs: number;
   pageViewMs: number;
   eventMs: number;
+  /** Finished webhook deliveries, bot deliveries and workflow runs are kept this long. */
+  deliveryMs: number;
 }
 
 /** Rows deleted per statement: each batch is its own short transaction, however large the backlog. */
@@ -46,6 +48,9 @@ export function retentionJobs(periods: RetentionPeriods, options: { batch?: numb
     pruneJob('retention.mail_tokens', every, periods.mailTokenMs, repo.deleteDeadMailTokens, batch),
     pruneJob('retention.page_views', every, periods.pageViewMs, repo.deleteOldPageViews, batch),
     pruneJob('retention.events', every, periods.eventMs, repo.deleteOldEvents, batch),
+    pruneJob('retention.webhook_deliveries', every, periods.deliveryMs, repo.deleteOldWebhookDeliveries, batch),
+    pruneJob('retention.bot_deliveries', every, periods.deliveryMs, repo.deleteOldBotDeliveries, batch),
+    pruneJob('retention.workflow_runs', every, periods.deliveryMs, repo.deleteOldWorkflowRuns, batch),
   ];
 }
 

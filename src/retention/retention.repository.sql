@@ -116,3 +116,168 @@ where
     limit
       $3
   );
+
+-- retention.deleteOldWebhookDeliveries
+delete from "webhook_deliveries"
+where
+  "created_at" < (
+    now() - make_interval(secs => $1::double precision)
+  )
+  and "status" <> $2
+  and (
+    "last_attempt_at" is null
+    or "last_attempt_at" < (
+      now() - make_interval(secs => $3::double precision)
+    )
+  )
+  and "id" = any (
+    array(
+      (
+        select
+          "old"."id"
+        from
+          "webhook_deliveries" as "old"
+        where
+          "old"."id" < (
+            select
+              $4 || substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000'
+            from
+              (
+                select
+                  lpad(
+                    to_hex(
+                      floor(
+                        extract(
+                          epoch
+                          from
+                            (
+                              now() - make_interval(secs => $5::double precision)
+                            )
+                        ) * 1000
+                      )::bigint
+                    ),
+                    12,
+                    '0'
+                  ) as h
+              ) as t
+          )
+          and "old"."status" <> $6
+          and (
+            "old"."last_attempt_at" is null
+            or "old"."last_attempt_at" < (
+              now() - make_interval(secs => $7::double precision)
+            )
+          )
+        order by
+          "old"."id"
+        limit
+          $8
+      )
+    )
+  );
+
+-- retention.deleteOldBotDeliveries
+delete from "bot_deliveries"
+where
+  "created_at" < (
+    now() - make_interval(secs => $1::double precision)
+  )
+  and "status" <> $2
+  and "id" = any (
+    array(
+      (
+        select
+          "old"."id"
+        from
+          "bot_deliveries" as "old"
+        where
+          "old"."id" < (
+            select
+              $3 || substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000'
+            from
+              (
+                select
+                  lpad(
+                    to_hex(
+                      floor(
+                        extract(
+                          epoch
+                          from
+                            (
+                              now() - make_interval(secs => $4::double precision)
+                            )
+                        ) * 1000
+                      )::bigint
+                    ),
+                    12,
+                    '0'
+                  ) as h
+              ) as t
+          )
+          and "old"."status" <> $5
+        order by
+          "old"."id"
+        limit
+          $6
+      )
+    )
+  );
+
+-- retention.deleteOldWorkflowRuns
+delete from "workflow_runs"
+where
+  "created_at" < (
+    now() - make_interval(secs => $1::double precision)
+  )
+  and "status" <> $2
+  and (
+    "finished_at" is null
+    or "finished_at" < (
+      now() - make_interval(secs => $3::double precision)
+    )
+  )
+  and "id" = any (
+    array(
+      (
+        select
+          "old"."id"
+        from
+          "workflow_runs" as "old"
+        where
+          "old"."id" < (
+            select
+              $4 || substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000'
+            from
+              (
+                select
+                  lpad(
+                    to_hex(
+                      floor(
+                        extract(
+                          epoch
+                          from
+                            (
+                              now() - make_interval(secs => $5::double precision)
+                            )
+                        ) * 1000
+                      )::bigint
+                    ),
+                    12,
+                    '0'
+                  ) as h
+              ) as t
+          )
+          and "old"."status" <> $6
+          and (
+            "old"."finished_at" is null
+            or "old"."finished_at" < (
+              now() - make_interval(secs => $7::double precision)
+            )
+          )
+        order by
+          "old"."id"
+        limit
+          $8
+      )
+    )
+  );

@@ -1,5 +1,7 @@
 import type { Tx } from '../db/database.ts';
-import { dbAgo } from '../db/clock.ts';
+import { idIn } from '../db/id-lookup.ts';
+import { dbAgo, dbIdAgo } from '../db/clock.ts';
+import { ID_PREFIXES } from '../shared/ids.ts';
 
 // Each function deletes at most `limit` of its table's rows past retention and answers how many it
 // deleted; the job calls it again until a batch comes back short. The age test is repeated on the
@@ -83,6 +85,87 @@ export async function deleteOldEvents(trx: Tx, retentionMs: number, limit: numbe
     .deleteFrom('events')
     .where('created_at', '<', cutoff)
     .where('position', 'in', (eb) => eb.selectFrom('events as old').select('old.position').where('old.created_at', '<', cutoff).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+// Deliveries and runs are found by their ids, which grow with time (src/db/clock.ts, dbIdAgo): a range of
+// the primary key in its order, with no index of their own that every delivery's writes would maintain. The
+// inner select names no other column with an index, so that the planner walks that range (given
+// `created_at`, it chose a whole index led by another column); the DELETE checks the age again.
+
+/**
+ * Webhook deliveries finished (succeeded, or failed for good) that were made, and last attempted, longer ago
+ * than retention. A pending one stays, whatever its age: a retry is due, or it was redelivered.
+ */
+export async function deleteOldWebhookDeliveries(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('webhook_deliveries')
+    .where('created_at', '<', cutoff)
+    .where('status', '<>', 'pending')
+    .where((eb) => eb.or([eb('last_attempt_at', 'is', null), eb('last_attempt_at', '<', cutoff)]))
+    .where(
+      idIn(
+        'id',
+        trx
+          .selectFrom('webhook_deliveries as old')
+          .select('old.id')
+          .where('old.id', '<', dbIdAgo(ID_PREFIXES.webhookDelivery, retentionMs))
+          .where('old.status', '<>', 'pending')
+          .where((eb) => eb.or([eb('old.last_attempt_at', 'is', null), eb('old.last_attempt_at', '<', cutoff)]))
+          .orderBy('old.id')
+          .limit(limit),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Bot deliveries finished longer ago than retention (made then: a bot delivery is never attempted again). */
+export async function deleteOldBotDeliveries(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('bot_deliveries')
+    .where('created_at', '<', cutoff)
+    .where('status', '<>', 'pending')
+    .where(
+      idIn(
+        'id',
+        trx
+          .selectFrom('bot_deliveries as old')
+          .select('old.id')
+          .where('old.id', '<', dbIdAgo(ID_PREFIXES.botDelivery, retentionMs))
+          .where('old.status', '<>', 'pending')
+          .orderBy('old.id')
+          .limit(limit),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Workflow runs finished (succeeded, failed or skipped) that were made, and finished, longer ago than retention. */
+export async function deleteOldWorkflowRuns(trx: Tx, retentionMs: number, limit: number): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const result = await trx
+    .deleteFrom('workflow_runs')
+    .where('created_at', '<', cutoff)
+    .where('status', '<>', 'pending')
+    .where((eb) => eb.or([eb('finished_at', 'is', null), eb('finished_at', '<', cutoff)]))
+    .where(
+      idIn(
+        'id',
+        trx
+          .selectFrom('workflow_runs as old')
+          .select('old.id')
+          .where('old.id', '<', dbIdAgo(ID_PREFIXES.workflowRun, retentionMs))
+          .where('old.status', '<>', 'pending')
+          .where((eb) => eb.or([eb('old.finished_at', 'is', null), eb('old.finished_at', '<', cutoff)]))
+          .orderBy('old.id')
+          .limit(limit),
+      ),
+    )
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

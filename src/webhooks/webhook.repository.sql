@@ -238,26 +238,30 @@ from
   "webhooks" as "w"
 where
   "w"."id" = "d"."webhook_id"
-  and "d"."id" in (
-    select
-      "d"."id"
-    from
-      "webhook_deliveries" as "d"
-      inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-    where
-      "d"."status" = $4
-      and "d"."next_attempt_at" <= now()
-      and (
-        "d"."locked_until" is null
-        or "d"."locked_until" < now()
+  and "d"."id" = any (
+    array(
+      (
+        select
+          "d"."id"
+        from
+          "webhook_deliveries" as "d"
+          inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+        where
+          "d"."status" = $4
+          and "d"."next_attempt_at" <= now()
+          and (
+            "d"."locked_until" is null
+            or "d"."locked_until" < now()
+          )
+          and "w"."enabled" = $5
+        order by
+          "d"."next_attempt_at"
+        limit
+          $6
+        for update of
+          "d" skip locked
       )
-      and "w"."enabled" = $5
-    order by
-      "d"."next_attempt_at"
-    limit
-      $6
-    for update of
-      "d" skip locked
+    )
   )
 returning
   "d"."id",
@@ -285,27 +289,31 @@ from
   "webhooks" as "w"
 where
   "w"."id" = "d"."webhook_id"
-  and "d"."id" in (
-    select
-      "d"."id"
-    from
-      "webhook_deliveries" as "d"
-      inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-    where
-      "d"."status" = $4
-      and "d"."next_attempt_at" <= now()
-      and (
-        "d"."locked_until" is null
-        or "d"."locked_until" < now()
+  and "d"."id" = any (
+    array(
+      (
+        select
+          "d"."id"
+        from
+          "webhook_deliveries" as "d"
+          inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+        where
+          "d"."status" = $4
+          and "d"."next_attempt_at" <= now()
+          and (
+            "d"."locked_until" is null
+            or "d"."locked_until" < now()
+          )
+          and "w"."enabled" = $5
+          and "d"."webhook_id" not in ($6, $7)
+        order by
+          "d"."next_attempt_at"
+        limit
+          $8
+        for update of
+          "d" skip locked
       )
-      and "w"."enabled" = $5
-      and "d"."webhook_id" not in ($6, $7)
-    order by
-      "d"."next_attempt_at"
-    limit
-      $8
-    for update of
-      "d" skip locked
+    )
   )
 returning
   "d"."id",
@@ -333,11 +341,7 @@ with
       last_error = null,
       delivered_at = now()
     from
-      (
-        values
-          ($1, $2, $3::integer),
-          ($4, $5, $6::integer)
-      ) as v (id, lock_token, status_code)
+      unnest($1::text[], $2::text[], $3::integer[]) as v (id, lock_token, status_code)
     where
       d.id = v.id
       and d.lock_token = v.lock_token
@@ -369,11 +373,7 @@ set
   lock_token = null,
   attempts = d.attempts - 1
 from
-  (
-    values
-      ($1, $2),
-      ($3, $4)
-  ) as v (id, lock_token)
+  unnest($1::text[], $2::text[]) as v (id, lock_token)
 where
   d.id = v.id
   and d.lock_token = v.lock_token;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
+import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Webhook, WebhookDelivery } from '../db/schema.ts';
@@ -197,7 +198,7 @@ export async function claimDueDeliveries(
       last_attempt_at: sql<Date>`now()`,
     }))
     .whereRef('w.id', '=', 'd.webhook_id')
-    .where('d.id', 'in', oldest)
+    .where(idIn('d.id', oldest))
     .returning([
       'd.id',
       'd.tenant_id',
@@ -220,9 +221,8 @@ export interface ClaimRef {
   lockToken: string;
 }
 
-/** `(id, lock_token[, …])` rows as a VALUES list that joins as `v`. */
-const claimValues = (rows: ClaimRef[], extra?: (i: number) => ReturnType<typeof sql>) =>
-  sql.join(rows.map((r, i) => (extra ? sql`(${r.id}, ${r.lockToken}, ${extra(i)})` : sql`(${r.id}, ${r.lockToken})`)));
+// Many rows travel as one array per column, unnested into a relation: three parameters however many rows,
+// where a VALUES list took three per row for the client to build and the server to parse.
 
 /**
  * Many successes in one statement, each written only where its claim still holds the row; the endpoints
@@ -235,7 +235,8 @@ export async function recordSuccesses(trx: Tx, rows: (ClaimRef & { statusCode: n
       update webhook_deliveries as d
       set status = 'succeeded', next_attempt_at = null, locked_until = null, lock_token = null,
         last_status_code = v.status_code, last_error = null, delivered_at = now()
-      from (values ${claimValues(rows, (i) => sql`${rows[i]!.statusCode}::integer`)}) as v (id, lock_token, status_code)
+      from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.lockToken)}::text[], ${rows.map((r) => r.statusCode)}::integer[])
+        as v (id, lock_token, status_code)
       where d.id = v.id and d.lock_token = v.lock_token
       returning d.webhook_id
     ), recovered as (
@@ -255,7 +256,7 @@ export async function releaseClaims(trx: Tx, rows: ClaimRef[]): Promise<number> 
   const result = await sql`
     update webhook_deliveries as d
     set locked_until = null, lock_token = null, attempts = d.attempts - 1
-    from (values ${claimValues(rows)}) as v (id, lock_token)
+    from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.lockToken)}::text[]) as v (id, lock_token)
     where d.id = v.id and d.lock_token = v.lock_token`.execute(trx);
   return Number(result.numAffectedRows ?? 0n);
 }

@@ -1,0 +1,55 @@
+// The bare loop of bench:webhooks, in a process of its own as the service is: it signs each body with
+// standardwebhooks and posts it to the receiver, keep-alive, CONCURRENCY at a time, nothing else. It reads
+// {url, secret, concurrency, bodies} from the JSON file named by BARE_INPUT, makes a warm-up pass and then
+// three timed passes over the bodies, and prints each pass's requests/s and CPU per request as JSON.
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { Webhook } from 'standardwebhooks';
+
+const input = JSON.parse(readFileSync(process.env.BARE_INPUT!, 'utf8')) as { url: string; secret: string; concurrency: number; bodies: { id: string; body: string }[] };
+const signer = new Webhook(input.secret);
+const agent = new Agent({ keepAlive: true, maxSockets: input.concurrency });
+
+const post = (id: string, body: string) =>
+  new Promise<void>((resolve, reject) => {
+    const at = new Date();
+    const req = request(input.url, {
+      method: 'POST',
+      agent,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': signer.sign(id, at, body),
+        'content-length': Buffer.byteLength(body),
+      },
+    }, (res) => {
+      res.resume();
+      res.on('end', () => resolve());
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+
+async function pass(count: number, round: string) {
+  const cpu = process.cpuUsage();
+  const began = performance.now();
+  let k = 0;
+  await Promise.all(
+    Array.from({ length: input.concurrency }, async () => {
+      while (k < count) {
+        const { id, body } = input.bodies[k++]!;
+        await post(`bare-${round}-${id}`, body);
+      }
+    }),
+  );
+  const seconds = (performance.now() - began) / 1000;
+  const used = process.cpuUsage(cpu);
+  return { per_s: count / seconds, cpu_us_per_request: (used.user + used.system) / count };
+}
+
+await pass(Math.min(500, input.bodies.length), 'warm');
+const passes = [];
+for (const round of ['a', 'b', 'c']) passes.push(await pass(input.bodies.length, round));
+agent.destroy();
+process.stdout.write(JSON.stringify(passes));
