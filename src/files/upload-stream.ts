@@ -1,8 +1,8 @@
-import { createHash, type Hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import busboy from 'busboy';
 import { AppError } from '../shared/errors.ts';
+import { OffThreadHash } from './offthread-hash.ts';
 
 // Reads a multipart upload as a stream: one file, in the part named `file`, plus a few named text
 // fields. Every way the body can be wrong ends the upload at once with an AppError naming it; the sink
@@ -21,10 +21,13 @@ export interface Measured {
   head: Buffer;
 }
 
-/** Counts, hashes and keeps the head of what flows through; past maxBytes it fails with 413. */
+/**
+ * Counts, hashes and keeps the head of what flows through; past maxBytes it fails with 413. The hashing
+ * runs on a worker thread (src/files/offthread-hash.ts); a chunk waits only while the worker is behind.
+ */
 export class MeteredStream extends Transform {
   readonly #maxBytes: number;
-  readonly #hash: Hash = createHash('sha256');
+  readonly #hash = new OffThreadHash();
   readonly #head: Buffer[] = [];
   #headBytes = 0;
   #size = 0;
@@ -38,18 +41,37 @@ export class MeteredStream extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.#size += chunk.length;
     if (this.#size > this.#maxBytes) return done(tooLarge(this.#maxBytes));
-    this.#hash.update(chunk);
+    let wait: Promise<void> | undefined;
+    try {
+      wait = this.#hash.update(chunk);
+    } catch (err) {
+      return done(err as Error);
+    }
     if (this.#headBytes < SNIFF_BYTES) {
       const part = chunk.subarray(0, SNIFF_BYTES - this.#headBytes);
       this.#head.push(Buffer.from(part));
       this.#headBytes += part.length;
     }
-    done(null, chunk);
+    if (!wait) return done(null, chunk);
+    wait.then(
+      () => done(null, chunk),
+      (err: Error) => done(err),
+    );
   }
 
   override _flush(done: TransformCallback): void {
-    this.#digest = this.#hash.digest();
-    done();
+    this.#hash.digest().then(
+      (digest) => {
+        this.#digest = digest;
+        done();
+      },
+      (err: Error) => done(err),
+    );
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#hash.abort();
+    callback(error);
   }
 
   /** What went through; only once the stream has ended. */
