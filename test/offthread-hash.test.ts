@@ -44,13 +44,16 @@ describe('SHA-256 on the hashing thread', () => {
     digests.forEach((d, i) => expect(d.equals(sha256(uploads[i]!)), `upload ${i}`).to.equal(true));
   });
 
-  it('asks the caller to wait while two batches of its session are still being hashed', async () => {
+  it('asks the caller to wait while two or more batches of its session are still being hashed', async () => {
     const hash = new OffThreadHash();
     // Two whole batches go out at once and nothing has come back: the caller must wait.
     const wait = hash.update(randomBytes(2 * HASH_BATCH_BYTES));
     expect(wait).to.be.instanceOf(Promise);
     await wait;
     // Acknowledged: a small chunk that fills no batch goes on at once.
+    expect(hash.update(randomBytes(10))).to.equal(undefined);
+    // A chunk of five batches: the wait lasts until fewer than two are left, not until the first comes back.
+    await hash.update(randomBytes(5 * HASH_BATCH_BYTES));
     expect(hash.update(randomBytes(10))).to.equal(undefined);
     await hash.digest();
   });

@@ -4,11 +4,12 @@ import type { HashReply, HashRequest } from './hash.worker.ts';
 // SHA-256 of uploads on a worker thread. Hashing is most of an upload's CPU on the event loop (a third of
 // the main thread under 50 concurrent uploads, bench:files), and the digest is needed only once the file
 // has ended: so the bytes are copied into batches handed to one worker, while the event loop goes on
-// parsing and writing. A session waits (the upload's stream with it) while two of its batches are still
-// being hashed, so a slow worker slows uploads instead of piling their bytes up in memory. The worker hands
-// each batch's buffer back with its ack: a session fills the same three buffers over and over.
+// parsing and writing. A session waits (the upload's stream with it) while two or more of its batches are
+// still being hashed, so a slow worker slows uploads instead of piling their bytes up in memory. The worker
+// hands each batch's buffer back with its ack: with chunks no larger than a batch (HTTP's are 64 KiB at
+// most), a session fills the same three buffers over and over.
 
-/** Bytes per batch sent to the worker: 50 uploads at once hold at most 3 batches each. */
+/** Bytes per batch sent to the worker: 50 uploads at once hold 3 batches each (chunks up to a batch). */
 export const HASH_BATCH_BYTES = 64 * 1024;
 const MAX_BATCHES_IN_FLIGHT = 2;
 
@@ -77,6 +78,8 @@ class HashThread {
     if (reply.type === 'ack') {
       session.inFlight--;
       session.free.push(reply.bytes);
+      // A chunk larger than a batch sends several at once: the session goes on once it is under the limit.
+      if (session.inFlight >= MAX_BATCHES_IN_FLIGHT) return;
       const resume = session.resume;
       session.resume = undefined;
       resume?.();

@@ -27,7 +27,8 @@ export interface Measured {
  */
 export class MeteredStream extends Transform {
   readonly #maxBytes: number;
-  readonly #hash = new OffThreadHash();
+  /** Opened at the first byte (or at the end, for an empty file): a stream never fed holds no session. */
+  #hash: OffThreadHash | undefined;
   readonly #head: Buffer[] = [];
   #headBytes = 0;
   #size = 0;
@@ -43,6 +44,7 @@ export class MeteredStream extends Transform {
     if (this.#size > this.#maxBytes) return done(tooLarge(this.#maxBytes));
     let wait: Promise<void> | undefined;
     try {
+      this.#hash ??= new OffThreadHash();
       wait = this.#hash.update(chunk);
     } catch (err) {
       return done(err as Error);
@@ -60,7 +62,13 @@ export class MeteredStream extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    this.#hash.digest().then(
+    let hash: OffThreadHash;
+    try {
+      hash = this.#hash ??= new OffThreadHash();
+    } catch (err) {
+      return done(err as Error);
+    }
+    hash.digest().then(
       (digest) => {
         this.#digest = digest;
         done();
@@ -70,7 +78,7 @@ export class MeteredStream extends Transform {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#hash.abort();
+    this.#hash?.abort();
     callback(error);
   }
 
@@ -156,6 +164,11 @@ export function receiveUpload<T>(
     };
 
     parser.on('file', (name, stream, info) => {
+      // Busboy goes on with the chunk it is in after a failure: a file part after a bad field still comes.
+      if (failed) {
+        stream.resume();
+        return;
+      }
       if (name !== 'file') {
         stream.resume();
         return fail(invalid(`/body/${name}`, `unexpected file part "${name}": send the file in the part named "file"`));

@@ -40,7 +40,11 @@ interface CompiledRoute {
   pathKey: string;
   regexp: RegExp;
   keys: string[];
+  /** A path path-to-regexp refused: thrown when a lookup reaches it, as the validator's scan would. */
+  error?: unknown;
 }
+
+const NEVER = /$^/;
 
 const PATCHED = Symbol.for('customer-chat.route-lookup');
 
@@ -63,8 +67,10 @@ export function segmentCount(path: string): number {
   return n;
 }
 
-// A route a segment count cannot place (a wildcard, an optional group): tried for every request.
-const UNPLACEABLE = /[*{}()?+]/;
+// A route a segment count cannot place, tried for every request: a wildcard or an optional group, or a
+// route ending in `/` (path-to-regexp 8 lets any route end in one more slash, strict or not, and for such a
+// route that is one more segment).
+const unplaceable = (route: string) => /[*{}()?+]/.test(route) || (route.length > 1 && route.endsWith('/'));
 
 /** The contract's routes compiled for one pair of routing settings, grouped by segment count, each group in the validator's order. */
 function compileRoutes(context: OpenApiContext, options: { sensitive: boolean; strict: boolean }): (path: string) => CompiledRoute[] {
@@ -73,9 +79,15 @@ function compileRoutes(context: OpenApiContext, options: { sensitive: boolean; s
   const placed: { at: number; segments: number; route: CompiledRoute }[] = [];
   Object.entries(context.expressRouteMap).forEach(([expressRoute, methods], at) => {
     const openApiRoute = methods._openApiRoute;
-    const { regexp, keys } = pathToRegexp(expressRoute, options);
-    const route = { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), regexp, keys: keys.map((k) => k.name) };
-    if (UNPLACEABLE.test(expressRoute)) everywhere.push({ at, route });
+    const route: CompiledRoute = { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), regexp: NEVER, keys: [] };
+    try {
+      const compiled = pathToRegexp(expressRoute, options);
+      route.regexp = compiled.regexp;
+      route.keys = compiled.keys.map((k) => k.name);
+    } catch (err) {
+      route.error = err;
+    }
+    if (route.error !== undefined || unplaceable(expressRoute)) everywhere.push({ at, route });
     else placed.push({ at, segments: segmentCount(expressRoute), route });
   });
   for (const { segments } of placed) {
@@ -104,6 +116,7 @@ function indexedMetadata(context: OpenApiContext, responseApiDoc: ResponseDoc): 
     const path = (context.useRequestUrl ? req.url : req.originalUrl).split('?')[0]!;
     const method = req.method.toLowerCase();
     for (const route of candidates(req, path)) {
+      if (route.error !== undefined) throw route.error;
       const found = route.regexp.exec(path);
       if (!found) continue;
       let values: string[];
@@ -177,6 +190,18 @@ export function bothMetadataMiddlewares(): { original: Middleware; indexed: Midd
     original: original.applyOpenApiMetadata(built.context, built.responseApiDoc),
     indexed: indexedMetadata(built.context as OpenApiContext, built.responseApiDoc as ResponseDoc),
   };
+}
+
+/** For the test: both middlewares over a context made of the given routes (OpenAPI paths under `basePath`, each with its methods). */
+export function bothMetadataMiddlewaresFor(basePath: string, paths: Record<string, string[]>): { original: Middleware; indexed: Middleware } {
+  const { OpenApiContext } = requireFromValidator('./framework/openapi.context.js') as { OpenApiContext: new (...args: unknown[]) => OpenApiContext };
+  const original = requireFromValidator('./middlewares/openapi.metadata.js') as { applyOpenApiMetadata(context: unknown, responseApiDoc: unknown): Middleware };
+  const apiDoc = { paths: Object.fromEntries(Object.entries(paths).map(([path, methods]) => [path, Object.fromEntries(methods.map((m) => [m, { operationId: `${m}${path}` }]))])) };
+  const routes = Object.entries(paths).flatMap(([path, methods]) =>
+    methods.map((method) => ({ basePath, openApiRoute: `${basePath}${path}`, expressRoute: `${basePath}${path}`.replace(/\{([^}]+)\}/g, ':$1'), method: method.toUpperCase(), pathParams: [] })),
+  );
+  const context = new OpenApiContext({ apiDoc, basePaths: [basePath], routes, serial: 0 }, undefined, false, false);
+  return { original: original.applyOpenApiMetadata(context, undefined), indexed: indexedMetadata(context, undefined) };
 }
 
 /** For the test: the route strings of the contract as the validator keeps them (express form). */

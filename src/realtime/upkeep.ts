@@ -54,6 +54,7 @@ export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Con
   const refresh: { tenantId: string; subject: string; connectionId: string; status: ConnectionStatus }[] = [];
   const sessions = new Map<string, Connection[]>();
   const keyed: Connection[] = [];
+  const kept: Connection[] = [];
   for (const conn of connections) {
     if (!conn.alive) {
       conn.ws.terminate();
@@ -63,6 +64,7 @@ export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Con
       conn.ws.close(CLOSE.credentials, 'credential expired');
       continue;
     }
+    kept.push(conn);
     conn.alive = false;
     conn.ws.ping();
     const subject = subjectOf(conn);
@@ -73,7 +75,8 @@ export async function heartbeat(ctx: UpkeepContext, connections: ReadonlySet<Con
     if (conn.audience.kind === 'integration') keyed.push(conn);
   }
   await ctx.presence.refresh(refresh).catch((err) => ctx.logger.error({ err }, 'presence refresh failed'));
-  await markVisitorsSeen(ctx, connections);
+  // Only the sockets kept: a visitor whose socket was just dropped is not seen now.
+  await markVisitorsSeen(ctx, kept);
   await recheckSessions(ctx, sessions);
   // A revocation told to every instance closes these at once; this is the backstop for a lost notice.
   await recheckApiKeys(ctx, keyed);
