@@ -65,7 +65,7 @@ import { botHandlers } from './bots/bot.handlers.ts';
 import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
-import { keepRouteMatchers } from './http/route-matchers.ts';
+import { indexRouteLookup } from './http/route-lookup.ts';
 import { compileValidatorsWithoutPaths } from './http/validator-compile.ts';
 import { SecretBox } from './shared/secret-box.ts';
 import { TENANT_ID } from './shared/ids.ts';
@@ -264,7 +264,7 @@ function outcome(req: express.Request, res: express.Response) {
 // know the caller) in the place of its security step: after the operation is matched, before the
 // request is validated. The input guard and the undeclared-body check come last there: 401 and 403 before any 400.
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
-  keepRouteMatchers();
+  indexRouteLookup();
   compileValidatorsWithoutPaths();
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,

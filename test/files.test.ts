@@ -11,6 +11,7 @@ import S3rver from 's3rver';
 import request from 'supertest';
 import * as fileRepo from '../src/files/file.repository.ts';
 import { MAX_FILE_BYTES } from '../src/files/file.service.ts';
+import { hashThreadForTests } from '../src/files/offthread-hash.ts';
 import { type FileStorage, LocalStorage, S3Storage } from '../src/files/storage.ts';
 import { orphanFileJob } from '../src/retention/retention.jobs.ts';
 import { newId } from '../src/shared/ids.ts';
@@ -276,6 +277,16 @@ for (const makeBackend of [localBackend, s3Backend]) {
       }
       const json = expectProblem(await request(base).post('/api/v1/files').set(bearer(t.owner.accessToken)).send({ file: 'x' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
       expect(json.detail).to.equal('Send the body as multipart/form-data');
+      expect(await stored()).to.deep.equal(before);
+    });
+
+    it('a file part after a refused field is drained, not stored or hashed', async () => {
+      const before = await stored();
+      // Long enough to go on past the chunk in which the field is refused.
+      const m = multipart([{ name: 'colour', content: 'red' }, { name: 'file', filename: 'late.bin', content: Buffer.alloc(1024 * 1024, 7) }]);
+      const res = await request(base).post('/api/v1/files').set(bearer(t.owner.accessToken)).set('Content-Type', m.contentType).send(m.body);
+      expect(expectProblem(res, 400, 'ERR_VALIDATION').detail).to.match(/unexpected part "colour"/);
+      await eventually(async () => hashThreadForTests().sessions() === 0, 'no hashing session is left open');
       expect(await stored()).to.deep.equal(before);
     });
 

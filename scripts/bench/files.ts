@@ -32,9 +32,13 @@ interface Row {
   ratio: number;
   rss_baseline_mib: number;
   rss_peak_growth_mib: number;
+  /** CPU (user + system) per MB uploaded, in ms: the service's process, and this benchmark's (the clients). */
+  service_cpu_ms_per_mb: number;
+  client_cpu_ms_per_mb: number;
   /** Local disk only: a bare node:http server writing each body to a file (scripts/bench/upload-sink.ts). */
   bare_http_mb_per_s?: number;
   ratio_to_bare_http?: number;
+  bare_http_cpu_ms_per_mb?: number;
 }
 
 const content = randomBytes(FILE_BYTES);
@@ -104,16 +108,25 @@ async function runBackend(backend: 'local' | 's3', dir: string, env: Record<stri
     // Warm-up: the first upload compiles the paths it takes.
     const warm = await upload(service.url, token, 'warm-up');
     if (warm.status !== 201) throw new Error(`warm-up upload: ${warm.status} ${JSON.stringify(warm.body)}`);
+    // Growth is measured from the lowest RSS seen, not the first: the warm-up's garbage, collected during
+    // the run, once made a high first reading and a growth of 0.
     const baseline = service.rssKiB();
     let peak = baseline;
+    let low = baseline;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, service.rssKiB());
+      const rss = service.rssKiB();
+      peak = Math.max(peak, rss);
+      low = Math.min(low, rss);
     }, 10);
     let answers: { status: number; body: any }[] = [];
+    const cpuBefore = service.cpuSeconds();
+    const clientBefore = process.cpuUsage();
     const serviceSeconds = await timed(async () => {
       answers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => upload(service.url, token, `f${i}`)));
     });
     clearInterval(sampler);
+    const serviceCpu = service.cpuSeconds() - cpuBefore;
+    const clientCpu = cpuSecondsSince(clientBefore);
     peak = Math.max(peak, service.rssKiB());
     const failed = answers.filter((a) => a.status !== 201 || a.body.size !== FILE_BYTES);
     if (failed.length > 0) throw new Error(`${failed.length} uploads failed: ${JSON.stringify(failed[0])}`);
@@ -128,8 +141,10 @@ async function runBackend(backend: 'local' | 's3', dir: string, env: Record<stri
       plain_copy_seconds: round(plainSeconds),
       plain_copy_mb_per_s: round(mb(bytes, plainSeconds)),
       ratio: round(plainSeconds / serviceSeconds),
-      rss_baseline_mib: round(baseline / 1024),
-      rss_peak_growth_mib: round((peak - baseline) / 1024),
+      rss_baseline_mib: round(low / 1024),
+      rss_peak_growth_mib: round((peak - low) / 1024),
+      service_cpu_ms_per_mb: round((serviceCpu * 1000) / (bytes / 1e6)),
+      client_cpu_ms_per_mb: round((clientCpu * 1000) / (bytes / 1e6)),
     };
     return row;
   } finally {
@@ -138,6 +153,11 @@ async function runBackend(backend: 'local' | 's3', dir: string, env: Record<stri
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
+
+function cpuSecondsSince(before: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1e6;
+}
 
 const dir = await mkdtemp(join(tmpdir(), 'bench-files-'));
 const rows: Row[] = [];
@@ -156,6 +176,7 @@ try {
   try {
     const warm = await upload(sink.url, '', 'warm-up');
     if (warm.status !== 201) throw new Error(`bare HTTP warm-up: ${warm.status}`);
+    const sinkCpuBefore = sink.cpuSeconds();
     const sinkSeconds = await timed(async () => {
       const answers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => upload(sink.url, '', `f${i}`)));
       if (answers.some((a) => a.status !== 201)) throw new Error('a bare HTTP upload failed');
@@ -163,6 +184,7 @@ try {
     const local = rows[0]!;
     local.bare_http_mb_per_s = round(mb(local.bytes, sinkSeconds));
     local.ratio_to_bare_http = round(sinkSeconds / local.service_seconds);
+    local.bare_http_cpu_ms_per_mb = round(((sink.cpuSeconds() - sinkCpuBefore) * 1000) / (local.bytes / 1e6));
   } finally {
     await sink.stop();
     await rm(join(dir, 'sink'), { recursive: true, force: true });
@@ -185,10 +207,10 @@ try {
   await rm(dir, { recursive: true, force: true });
 }
 
-const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'bare HTTP MB/s', 'service / bare HTTP', 'RSS baseline MiB', 'RSS peak growth MiB'];
+const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'bare HTTP MB/s', 'service / bare HTTP', 'RSS baseline MiB', 'RSS peak growth MiB', 'CPU ms/MB: service', 'clients', 'bare HTTP'];
 const pct = (ratio: number | undefined) => (ratio === undefined ? '-' : `${Math.round(ratio * 100)}%`);
 const lines = rows.map((r) =>
-  [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, pct(r.ratio), r.bare_http_mb_per_s ?? '-', pct(r.ratio_to_bare_http), r.rss_baseline_mib, r.rss_peak_growth_mib].map(String),
+  [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, pct(r.ratio), r.bare_http_mb_per_s ?? '-', pct(r.ratio_to_bare_http), r.rss_baseline_mib, r.rss_peak_growth_mib, r.service_cpu_ms_per_mb, r.client_cpu_ms_per_mb, r.bare_http_cpu_ms_per_mb ?? '-'].map(String),
 );
 const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
 const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;

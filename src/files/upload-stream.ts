@@ -1,8 +1,8 @@
-import { createHash, type Hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import busboy from 'busboy';
 import { AppError } from '../shared/errors.ts';
+import { OffThreadHash } from './offthread-hash.ts';
 
 // Reads a multipart upload as a stream: one file, in the part named `file`, plus a few named text
 // fields. Every way the body can be wrong ends the upload at once with an AppError naming it; the sink
@@ -21,10 +21,14 @@ export interface Measured {
   head: Buffer;
 }
 
-/** Counts, hashes and keeps the head of what flows through; past maxBytes it fails with 413. */
+/**
+ * Counts, hashes and keeps the head of what flows through; past maxBytes it fails with 413. The hashing
+ * runs on a worker thread (src/files/offthread-hash.ts); a chunk waits only while the worker is behind.
+ */
 export class MeteredStream extends Transform {
   readonly #maxBytes: number;
-  readonly #hash: Hash = createHash('sha256');
+  /** Opened at the first byte (or at the end, for an empty file): a stream never fed holds no session. */
+  #hash: OffThreadHash | undefined;
   readonly #head: Buffer[] = [];
   #headBytes = 0;
   #size = 0;
@@ -38,18 +42,44 @@ export class MeteredStream extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.#size += chunk.length;
     if (this.#size > this.#maxBytes) return done(tooLarge(this.#maxBytes));
-    this.#hash.update(chunk);
+    let wait: Promise<void> | undefined;
+    try {
+      this.#hash ??= new OffThreadHash();
+      wait = this.#hash.update(chunk);
+    } catch (err) {
+      return done(err as Error);
+    }
     if (this.#headBytes < SNIFF_BYTES) {
       const part = chunk.subarray(0, SNIFF_BYTES - this.#headBytes);
       this.#head.push(Buffer.from(part));
       this.#headBytes += part.length;
     }
-    done(null, chunk);
+    if (!wait) return done(null, chunk);
+    wait.then(
+      () => done(null, chunk),
+      (err: Error) => done(err),
+    );
   }
 
   override _flush(done: TransformCallback): void {
-    this.#digest = this.#hash.digest();
-    done();
+    let hash: OffThreadHash;
+    try {
+      hash = this.#hash ??= new OffThreadHash();
+    } catch (err) {
+      return done(err as Error);
+    }
+    hash.digest().then(
+      (digest) => {
+        this.#digest = digest;
+        done();
+      },
+      (err: Error) => done(err),
+    );
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#hash?.abort();
+    callback(error);
   }
 
   /** What went through; only once the stream has ended. */
@@ -134,6 +164,11 @@ export function receiveUpload<T>(
     };
 
     parser.on('file', (name, stream, info) => {
+      // Busboy goes on with the chunk it is in after a failure: a file part after a bad field still comes.
+      if (failed) {
+        stream.resume();
+        return;
+      }
       if (name !== 'file') {
         stream.resume();
         return fail(invalid(`/body/${name}`, `unexpected file part "${name}": send the file in the part named "file"`));

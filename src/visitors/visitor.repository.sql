@@ -5,7 +5,7 @@ update "visitors"
 set
   "last_seen_at" = $1
 where
-  "id" in ($2);
+  id = any ($2::text[]);
 
 -- visitor.visitorExists
 select

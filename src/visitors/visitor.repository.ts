@@ -5,7 +5,8 @@ import { offsetPage } from '../db/paginate.ts';
 /** Marks visitors as seen now: a live widget socket or a page view keeps them on the online list. */
 export async function touchVisitors(trx: Tx, visitorIds: string[], now: Date): Promise<void> {
   if (visitorIds.length === 0) return;
-  await trx.updateTable('visitors').set({ last_seen_at: now }).where('id', 'in', visitorIds).execute();
+  // One array parameter, however many visitors: a list of them, one parameter each, stops at 65,535.
+  await trx.updateTable('visitors').set({ last_seen_at: now }).where(sql<boolean>`id = any(${visitorIds}::text[])`).execute();
 }
 
 export async function visitorExists(trx: Tx, id: string): Promise<boolean> {
