@@ -241,6 +241,7 @@ for (const makeBackend of [localBackend, s3Backend]) {
       expect(chunked.status).to.equal(413);
       expect(chunked.body.code).to.equal('ERR_PAYLOAD_TOO_LARGE');
       expect(await stored()).to.deep.equal(before);
+      await eventually(async () => hashThreadForTests().sessions() === 0, 'the refused uploads hold no hashing session');
     });
 
     it('answers 413 as soon as the limit is crossed, not when the body ends', async () => {
@@ -304,6 +305,7 @@ for (const makeBackend of [localBackend, s3Backend]) {
       await eventually(async () => (await stored()).length > before.length, 'the partial upload shows in storage');
       req.destroy();
       await eventually(async () => JSON.stringify(await stored()) === JSON.stringify(before), 'storage is as it was before the upload');
+      await eventually(async () => hashThreadForTests().sessions() === 0, 'the cut-off upload holds no hashing session');
     });
 
     it('deletes files never attached after 24 hours, objects first, and keeps attached and young ones', async () => {

@@ -1,5 +1,5 @@
-import { createRequire } from 'node:module';
 import type { NextFunction, Request, Response } from 'express';
+import { requireFromValidator } from './validator-internals.ts';
 
 // express-openapi-validator 5.6 finds a request's operation (applyOpenApiMetadata, its first middleware)
 // by trying every path of the contract in turn, at every request, and for each it compiles the path with
@@ -48,7 +48,6 @@ const NEVER = /$^/;
 
 const PATCHED = Symbol.for('customer-chat.route-lookup');
 
-const requireFromValidator = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const validatorModule = requireFromValidator('./openapi.validator.js') as {
   OpenApiValidator: { prototype: { metadataMiddleware(context: unknown, responseApiDoc: unknown): Middleware } & { [PATCHED]?: true } };
 };

@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { requireFromValidator } from './validator-internals.ts';
 
 // express-openapi-validator 5.6 compiles a route's validators at its first request, each (the request's
 // parameters, its body, every response code) as a schema that carries the whole contract beside it, its
@@ -11,7 +11,6 @@ import { createRequire } from 'node:module';
 type Doc = { paths?: unknown } & Record<string, unknown>;
 const PATCHED = Symbol.for('customer-chat.validator-compile');
 
-const requireFromValidator = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const middlewares = requireFromValidator('./middlewares/index.js') as {
   RequestValidator: { prototype: { buildMiddleware: (...args: unknown[]) => unknown; apiDoc: Doc } & { [PATCHED]?: true } };
   ResponseValidator: { prototype: { buildValidators: (...args: unknown[]) => unknown; spec: Doc } & { [PATCHED]?: true } };

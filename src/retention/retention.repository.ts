@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { idIn } from '../db/id-lookup.ts';
 import { dbAgo, dbIdAgo } from '../db/clock.ts';
@@ -94,78 +95,52 @@ export async function deleteOldEvents(trx: Tx, retentionMs: number, limit: numbe
 // inner select names no other column with an index, so that the planner walks that range (given
 // `created_at`, it chose a whole index led by another column); the DELETE checks the age again.
 
+type FinishedTable = 'webhook_deliveries' | 'bot_deliveries' | 'workflow_runs';
+
+/**
+ * Rows finished (not pending) that were made longer ago than retention and, where `touchedAt` names when a
+ * row was last worked on after it was made, last worked on longer ago too.
+ */
+async function deleteFinished(
+  trx: Tx,
+  table: FinishedTable,
+  idPrefix: string,
+  touchedAt: 'last_attempt_at' | 'finished_at' | undefined,
+  retentionMs: number,
+  limit: number,
+): Promise<number> {
+  const cutoff = dbAgo(retentionMs);
+  const untouched = (column: string) => sql<boolean>`(${sql.ref(column)} is null or ${sql.ref(column)} < ${cutoff})`;
+  // Typed as the first of the three: the columns named here are in each, alike.
+  const old = trx
+    .selectFrom(`${table} as old` as 'webhook_deliveries as old')
+    .select('old.id')
+    .where('old.id', '<', dbIdAgo(idPrefix, retentionMs))
+    .where('old.status', '<>', 'pending')
+    .$if(touchedAt !== undefined, (qb) => qb.where(untouched(`old.${touchedAt}`)))
+    .orderBy('old.id')
+    .limit(limit);
+  const result = await trx
+    .deleteFrom(table as 'webhook_deliveries')
+    .where('created_at', '<', cutoff)
+    .where('status', '<>', 'pending')
+    .$if(touchedAt !== undefined, (qb) => qb.where(untouched(touchedAt!)))
+    .where(idIn('id', old))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 /**
  * Webhook deliveries finished (succeeded, or failed for good) that were made, and last attempted, longer ago
  * than retention. A pending one stays, whatever its age: a retry is due, or it was redelivered.
  */
-export async function deleteOldWebhookDeliveries(trx: Tx, retentionMs: number, limit: number): Promise<number> {
-  const cutoff = dbAgo(retentionMs);
-  const result = await trx
-    .deleteFrom('webhook_deliveries')
-    .where('created_at', '<', cutoff)
-    .where('status', '<>', 'pending')
-    .where((eb) => eb.or([eb('last_attempt_at', 'is', null), eb('last_attempt_at', '<', cutoff)]))
-    .where(
-      idIn(
-        'id',
-        trx
-          .selectFrom('webhook_deliveries as old')
-          .select('old.id')
-          .where('old.id', '<', dbIdAgo(ID_PREFIXES.webhookDelivery, retentionMs))
-          .where('old.status', '<>', 'pending')
-          .where((eb) => eb.or([eb('old.last_attempt_at', 'is', null), eb('old.last_attempt_at', '<', cutoff)]))
-          .orderBy('old.id')
-          .limit(limit),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
+export const deleteOldWebhookDeliveries = (trx: Tx, retentionMs: number, limit: number): Promise<number> =>
+  deleteFinished(trx, 'webhook_deliveries', ID_PREFIXES.webhookDelivery, 'last_attempt_at', retentionMs, limit);
 
 /** Bot deliveries finished longer ago than retention (made then: a bot delivery is never attempted again). */
-export async function deleteOldBotDeliveries(trx: Tx, retentionMs: number, limit: number): Promise<number> {
-  const cutoff = dbAgo(retentionMs);
-  const result = await trx
-    .deleteFrom('bot_deliveries')
-    .where('created_at', '<', cutoff)
-    .where('status', '<>', 'pending')
-    .where(
-      idIn(
-        'id',
-        trx
-          .selectFrom('bot_deliveries as old')
-          .select('old.id')
-          .where('old.id', '<', dbIdAgo(ID_PREFIXES.botDelivery, retentionMs))
-          .where('old.status', '<>', 'pending')
-          .orderBy('old.id')
-          .limit(limit),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
+export const deleteOldBotDeliveries = (trx: Tx, retentionMs: number, limit: number): Promise<number> =>
+  deleteFinished(trx, 'bot_deliveries', ID_PREFIXES.botDelivery, undefined, retentionMs, limit);
 
 /** Workflow runs finished (succeeded, failed or skipped) that were made, and finished, longer ago than retention. */
-export async function deleteOldWorkflowRuns(trx: Tx, retentionMs: number, limit: number): Promise<number> {
-  const cutoff = dbAgo(retentionMs);
-  const result = await trx
-    .deleteFrom('workflow_runs')
-    .where('created_at', '<', cutoff)
-    .where('status', '<>', 'pending')
-    .where((eb) => eb.or([eb('finished_at', 'is', null), eb('finished_at', '<', cutoff)]))
-    .where(
-      idIn(
-        'id',
-        trx
-          .selectFrom('workflow_runs as old')
-          .select('old.id')
-          .where('old.id', '<', dbIdAgo(ID_PREFIXES.workflowRun, retentionMs))
-          .where('old.status', '<>', 'pending')
-          .where((eb) => eb.or([eb('old.finished_at', 'is', null), eb('old.finished_at', '<', cutoff)]))
-          .orderBy('old.id')
-          .limit(limit),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
+export const deleteOldWorkflowRuns = (trx: Tx, retentionMs: number, limit: number): Promise<number> =>
+  deleteFinished(trx, 'workflow_runs', ID_PREFIXES.workflowRun, 'finished_at', retentionMs, limit);
