@@ -9,7 +9,7 @@ import { PASSWORD, uniqueEmail } from './support/factories.ts';
 const SITE = 'https://logs.example';
 
 /** A logger that keeps every line it writes, parsed. */
-function memoryLogger() {
+function memoryLogger(level: pino.Level = 'trace') {
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -17,7 +17,7 @@ function memoryLogger() {
       done();
     },
   });
-  return { logger: pino({ level: 'trace' }, stream), lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) };
+  return { logger: pino({ level }, stream), lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) };
 }
 
 describe('request logs', () => {
@@ -96,5 +96,22 @@ describe('request logs', () => {
         expect(leaked, `${name} appears in a log line`).to.equal(undefined);
       }
     }
+  });
+
+  it('at LOG_LEVEL=warn, answers that went well write nothing and refusals still write their line', async () => {
+    const h = await getHarness();
+    const log = memoryLogger('warn');
+    const app = h.appWith({}, { logger: log.logger });
+    const email = uniqueEmail('quiet');
+    const reg = await request(app).post('/api/v1/auth/register').send({ email, password: PASSWORD, name: 'Owner' }).expect(201);
+    const auth = { Authorization: `Bearer ${reg.body.access_token}` };
+    await request(app).get('/api/v1/conversations').set(auth).expect(200);
+    expect(log.records().filter((r) => r.operation !== undefined), 'lines for 2xx answers').to.deep.equal([]);
+    const missing = await request(app).get('/api/v1/conversations/conv_01935d6e-0000-7000-8000-000000000000').set(auth).expect(404);
+    const lines = log.records().filter((r) => r.operation === 'getConversation');
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include({ level: 40, status: 404, code: 'ERR_NOT_FOUND', msg: 'request completed' });
+    expect(lines[0]!.req).to.include({ id: missing.headers['x-request-id'], method: 'GET' });
+    expect(lines[0]!.req.headers.authorization).to.equal('[Redacted]');
   });
 });
