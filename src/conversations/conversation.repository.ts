@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { prepared } from '../db/prepared.ts';
 import { cappedCount } from '../db/paginate.ts';
 import type { BotState, ConversationStatus, Priority } from '../db/schema.ts';
 
@@ -24,13 +25,19 @@ const satisfaction = () =>
 
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
 
+const findConversationStatement = prepared((db, p: { id: string; readerId: string }) =>
+  db.selectFrom('conversations').selectAll().select(unreadCount(p.readerId)).select(satisfaction).where('id', '=', p.id),
+);
+
 export async function findConversation(trx: Tx, id: string, readerId: string) {
-  return trx.selectFrom('conversations').selectAll().select(unreadCount(readerId)).select(satisfaction).where('id', '=', id).executeTakeFirst();
+  return (await findConversationStatement(trx, { id, readerId })).rows[0];
 }
+
+const lockConversationStatement = prepared((db, p: { id: string }) => db.selectFrom('conversations').selectAll().where('id', '=', p.id).forUpdate());
 
 /** Locks the conversation for the rest of the transaction: actions on one conversation run one at a time. */
 export async function lockConversation(trx: Tx, id: string) {
-  return trx.selectFrom('conversations').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  return (await lockConversationStatement(trx, { id })).rows[0];
 }
 
 export async function insertConversation(
@@ -79,12 +86,28 @@ export async function updateConversation(
   /** A message others will see as unread was added: its counter goes up in the same statement. */
   options: { countMessage?: boolean } = {},
 ) {
-  await trx
-    .updateTable('conversations')
-    .set({ ...changes, updated_at: now, ...(options.countMessage ? { message_count: sql<number>`message_count + 1` } : {}) })
-    .where('id', '=', id)
-    .execute();
+  // One statement per set of columns changed (a handful, each a call site's): compiled at its first use.
+  const columns = (Object.keys(changes) as (keyof typeof changes)[]).filter((c) => changes[c] !== undefined).sort();
+  const shape = `${columns.join(',')}${options.countMessage ? ',+message_count' : ''}`;
+  let update = updates.get(shape);
+  if (!update) {
+    const counted = options.countMessage;
+    update = prepared((db, p: Record<string, unknown>) =>
+      db
+        .updateTable('conversations')
+        .set({
+          ...(Object.fromEntries(columns.map((c) => [c, p[c]])) as typeof changes),
+          updated_at: p.updated_at as Date,
+          ...(counted ? { message_count: sql<number>`message_count + 1` } : {}),
+        })
+        .where('id', '=', p.id as string),
+    );
+    updates.set(shape, update);
+  }
+  await update(trx, { ...changes, updated_at: now, id });
 }
+
+const updates = new Map<string, ReturnType<typeof prepared<Record<string, unknown>, unknown>>>();
 
 export interface ConversationFilters {
   status?: ConversationStatus;
