@@ -156,7 +156,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const error = mediaTypeNamed(found, req);
     const requestId = String(req.id ?? '');
     if (unexpected) {
-      (req.log ?? logger).error({ err, request_id: requestId, req: requestFields(req) }, 'unexpected error');
+      // The request's headers only through the request log's redaction (req.log, src/http/request-log.ts).
+      if (req.log) req.log.error({ err, request_id: requestId, req: requestFields(req) }, 'unexpected error');
+      else logger.error({ err, request_id: requestId }, 'unexpected error');
     }
     if (res.headersSent) {
       res.destroy();

@@ -8,7 +8,7 @@ declare module 'node:http' {
     /** The request's id: the caller's X-Request-Id when it is a sane one, or a new UUID. */
     id: string;
     /** The request logs' logger (credentials redacted): what logs a request's `req` goes through it. */
-    log: Logger;
+    log?: Logger;
   }
 }
 
@@ -43,14 +43,19 @@ export function requestLog(logger: Logger, options: RequestLogOptions): RequestH
       res.off('close', end);
       const level = levelOf(res);
       if (!lines.isLevelEnabled(level)) return;
+      // Closed before its answer was all written: the client left, or the answer was cut off (a download
+      // whose storage failed half way). The metrics call it `aborted` too.
+      const aborted = !res.writableFinished;
       lines[level](
         {
           req: requestFields(req),
           res: pino.stdSerializers.res(res as ServerResponse),
+          ...(res.statusCode >= 500 ? { err: new Error(`failed with status code ${res.statusCode}`) } : {}),
           duration_ms: Math.round(performance.now() - started),
+          ...(aborted ? { aborted: true } : {}),
           ...options.fields(req, res),
         },
-        level === 'error' ? 'request errored' : 'request completed',
+        aborted ? 'request aborted' : level === 'error' ? 'request errored' : 'request completed',
       );
     };
     res.on('finish', end);
