@@ -1,8 +1,7 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import type Stripe from 'stripe';
 import { apiKeyHandlers } from './api-keys/api-key.handlers.ts';
 import { ApiKeyService } from './api-keys/api-key.service.ts';
@@ -36,6 +35,7 @@ import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { undeclaredBody } from './http/undeclared-body.ts';
 import { metricsEndpoint, operationOf, requestMetrics } from './http/metrics.ts';
+import { requestLog } from './http/request-log.ts';
 import { errorHandler, notFoundHandler } from './http/problem.ts';
 import { type RateLimitStoreFactory, rateLimiters } from './http/rate-limit.ts';
 import type { Mailer } from './mail/mailer.ts';
@@ -199,7 +199,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.trustProxy);
-  app.use(requestLogger(deps.logger));
+  app.use(requestLog(deps.logger, { fields: outcome }));
   app.use(requestMetrics(services.metrics));
   if (deps.config.requireHttps) app.use(requireHttps());
   // Outside the contract, which is the tenants' API: an operator's endpoint with its own credential.
@@ -214,35 +214,14 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
   app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
-  const limiters = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
-  app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), ...limiters, inputGuard(contract), undeclaredBody(contract)]));
+  const limits = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
+  app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
   const router = express.Router();
   mountOperations(router, contract, handlers);
   app.use(contract.basePath, router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return { app, services };
-}
-
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-function requestLogger(logger: Logger): RequestHandler {
-  return pinoHttp({
-    logger,
-    genReqId: (req, res) => {
-      const given = req.headers['x-request-id'];
-      const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-      res.setHeader('X-Request-Id', id);
-      return id;
-    },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    // The answer's line says what was asked, by whom, and why it was refused (docs/operations.md, Logs).
-    customSuccessObject: (req, res, fields) => ({ ...fields, ...outcome(req as express.Request, res as express.Response) }),
-    customErrorObject: (req, res, _err, fields) => ({ ...fields, ...outcome(req as express.Request, res as express.Response) }),
-    customAttributeKeys: { responseTime: 'duration_ms' },
-    // Credentials never reach the logs.
-    redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
-  }) as RequestHandler;
 }
 
 function outcome(req: express.Request, res: express.Response) {

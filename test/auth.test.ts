@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
@@ -100,6 +101,24 @@ describe('authentication of protected operations', () => {
     // Still valid: a few seconds left (iat is rounded down to the second).
     const fresh = new TokenService(TEST_JWT_SECRET, () => Date.now() - 895_000).signAccessToken(claims);
     await request(app).get(tenantPath(t.tenantId)).set('Authorization', `Bearer ${fresh}`).expect(200);
+  });
+
+  it('a token verified once is refused once it expires, and a token altered after it is verified in full', () => {
+    let now = Date.now();
+    const tokens = new TokenService(TEST_JWT_SECRET, () => now);
+    const claims = { userId: `usr_${randomUUID()}`, tenantId: `tn_${randomUUID()}`, sessionId: `ses_${randomUUID()}` };
+    const token = tokens.signAccessToken(claims);
+    expect(tokens.verifyAccessToken(token)).to.deep.equal(claims);
+    expect(tokens.verifyAccessToken(token), 'again, as remembered').to.deep.equal(claims);
+    // The same header and claims under another signature: not the remembered token.
+    const [head, body] = token.split('.');
+    const resigned = `${head}.${body}.${Buffer.alloc(32, 7).toString('base64url')}`;
+    expect(() => tokens.verifyAccessToken(resigned)).to.throw().with.property('code', 'ERR_UNAUTHENTICATED');
+    now += 899_000;
+    expect(tokens.verifyAccessToken(token), 'a second before its end').to.deep.equal(claims);
+    now += 1_000;
+    expect(() => tokens.verifyAccessToken(token)).to.throw().with.property('code', 'ERR_TOKEN_EXPIRED');
+    expect(() => tokens.verifyAccessToken(token), 'and stays expired').to.throw().with.property('code', 'ERR_TOKEN_EXPIRED');
   });
 
   it('forged tokens are refused: alg none, another secret, another audience, garbage', async () => {

@@ -121,6 +121,18 @@ async function compareAll(database: Database, w: World) {
           const kept = await repo.countFromCounters(trx, filters);
           const { total } = await repo.countConversations(trx, filters);
           if (kept !== total) mismatches.push(`${JSON.stringify(filters)}: counters ${kept}, rows ${total}`);
+          // The list page of the same filters (one prepared statement per shape, given these values): the
+          // same rows, each matching, and the counters' total with them.
+          const page = await repo.listConversations(trx, w.tenant.owner.userId, filters, { limit: 100, offset: 0 }, filters);
+          const wrong = page.rows.filter(
+            (r) =>
+              (status && r.status !== status) ||
+              (assignedUserId !== undefined && r.assigned_user_id !== assignedUserId) ||
+              (departmentId && r.department_id !== departmentId),
+          );
+          if (page.rows.length !== total || wrong.length > 0 || (total > 0 && page.total !== total)) {
+            mismatches.push(`${JSON.stringify(filters)}: listed ${page.rows.length} (${wrong.length} not matching, total ${page.total}), rows ${total}`);
+          }
         }
       }
     }

@@ -46,6 +46,15 @@ describe('conversations', () => {
       expect((await eventsOf(t, c.id)).map((e) => e.type)).to.deep.equal(['conversation.created', 'message.created']);
     });
 
+    it('a path parameter reaches the handler decoded, as the validator read it', async () => {
+      const { app } = await getHarness();
+      const t = await createTenant();
+      const c = await createConversation(t);
+      const encoded = c.id.replace('_', '%5F').replace(/-/g, '%2D');
+      const res = await request(app).get(`/api/v1/conversations/${encoded}`).set(bearer(t.owner.accessToken)).expect(200);
+      expect(res.body.id).to.equal(c.id);
+    });
+
     it('without a message it waits open and unassigned', async () => {
       const t = await createTenant();
       const c = await createConversation(t);

@@ -1,5 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { Writable } from 'node:stream';
+import { once } from 'node:events';
+import { type IncomingMessage, get } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough, Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
 import request from 'supertest';
@@ -9,15 +12,17 @@ import { PASSWORD, uniqueEmail } from './support/factories.ts';
 const SITE = 'https://logs.example';
 
 /** A logger that keeps every line it writes, parsed. */
-function memoryLogger() {
+function memoryLogger(level: pino.Level = 'trace') {
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
       lines.push(...chunk.toString().split('\n').filter(Boolean));
       done();
+      // A sentinel for tests that wait for a line.
+      stream.emit('written');
     },
   });
-  return { logger: pino({ level: 'trace' }, stream), lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) };
+  return { logger: pino({ level }, stream), stream, lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) };
 }
 
 describe('request logs', () => {
@@ -95,6 +100,71 @@ describe('request logs', () => {
         const leaked = log.lines.find((line) => line.includes(needle));
         expect(leaked, `${name} appears in a log line`).to.equal(undefined);
       }
+    }
+  });
+
+  it('at LOG_LEVEL=warn, answers that went well write nothing and refusals still write their line', async () => {
+    const h = await getHarness();
+    const log = memoryLogger('warn');
+    const app = h.appWith({}, { logger: log.logger });
+    const email = uniqueEmail('quiet');
+    const reg = await request(app).post('/api/v1/auth/register').send({ email, password: PASSWORD, name: 'Owner' }).expect(201);
+    const auth = { Authorization: `Bearer ${reg.body.access_token}` };
+    await request(app).get('/api/v1/conversations').set(auth).expect(200);
+    expect(log.records().filter((r) => r.operation !== undefined), 'lines for 2xx answers').to.deep.equal([]);
+    const missing = await request(app).get('/api/v1/conversations/conv_01935d6e-0000-7000-8000-000000000000').set(auth).expect(404);
+    const lines = log.records().filter((r) => r.operation === 'getConversation');
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include({ level: 40, status: 404, code: 'ERR_NOT_FOUND', msg: 'request completed' });
+    expect(lines[0]!.req).to.include({ id: missing.headers['x-request-id'], method: 'GET' });
+    expect(lines[0]!.req.headers.authorization).to.equal('[Redacted]');
+  });
+
+  it('an unexpected failure: the error line and the request line, credentials redacted in both', async () => {
+    const h = await getHarness();
+    const log = memoryLogger();
+    const app = h.appWith(
+      {
+        handlers: {
+          getHealth: async () => {
+            throw new Error('the storage went away');
+          },
+        },
+      },
+      { logger: log.logger },
+    );
+    await request(app).get('/api/health').set({ Authorization: 'Bearer secret-bearer-value-0123456789', 'X-API-Key': 'secret-key-value-0123456789', Cookie: 'sid=secret-cookie-0123456789' }).expect(500);
+    const unexpected = log.records().find((r) => r.msg === 'unexpected error');
+    const line = log.records().find((r) => r.operation === 'getHealth');
+    expect(unexpected?.err?.message).to.equal('the storage went away');
+    expect(line).to.include({ level: 50, status: 500, msg: 'request errored', code: 'ERR_INTERNAL' });
+    for (const record of [unexpected!, line!]) {
+      expect(record.req.headers).to.include({ authorization: '[Redacted]', 'x-api-key': '[Redacted]', cookie: '[Redacted]' });
+    }
+    expect(log.lines.join('\n')).not.to.contain('secret-');
+  });
+
+  it('an answer cut off before its end is logged once, as aborted', async () => {
+    const h = await getHarness();
+    const log = memoryLogger();
+    const body = new PassThrough();
+    const app = h.appWith({ handlers: { getHealth: async () => ({ status: 200, stream: body }) } as never }, { logger: log.logger });
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const answer = new Promise<IncomingMessage>((resolve, reject) => get(`http://127.0.0.1:${port}/api/health`, resolve).once('error', reject));
+      body.write('{"status":');
+      const res = await answer;
+      // The client leaves with the answer half written.
+      res.destroy();
+      const lines = () => log.records().filter((r) => r.operation === 'getHealth');
+      while (lines().length === 0) await once(log.stream, 'written');
+      expect(lines()).to.have.length(1);
+      expect(lines()[0]).to.include({ msg: 'request aborted', aborted: true });
+    } finally {
+      body.destroy();
+      server.close();
     }
   });
 });

@@ -40,7 +40,9 @@ describe('rate limits', () => {
     const h = await getHarness();
     const app = h.appWith({}, limits({ login: 2 }));
     const t = await createTenant();
-    await request(app).post('/api/v1/auth/login').send({ email: t.owner.email, password: 'wrong password' }).expect(401);
+    const first = await request(app).post('/api/v1/auth/login').send({ email: t.owner.email, password: 'wrong password' }).expect(401);
+    // Both budgets count it, and say so: the address's requests, then the e-mail's logins.
+    expect(first.headers['ratelimit-policy']).to.match(/^"requests"; q=\d+; w=60.*, "login"; q=2; w=900/);
     await request(app).post('/api/v1/auth/login').send({ email: t.owner.email, password: 'wrong again!' }).expect(401);
     expectProblem(await request(app).post('/api/v1/auth/login').send({ email: t.owner.email, password: PASSWORD }), 429, 'ERR_RATE_LIMITED');
     // The same address may still log in someone else.

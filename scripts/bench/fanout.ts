@@ -66,6 +66,9 @@ for (const n of sizes) {
       [`${n}.service.connect_s`]: service.connectSeconds,
       [`${n}.service.p50_ms`]: Number(p50.toFixed(1)),
       [`${n}.service.p99_ms`]: Number(p99.toFixed(1)),
+      // How much of it is the request itself, answered (the bare server answers before it broadcasts).
+      [`${n}.service.answered_p50_ms`]: Number(percentile(service.answered, 50).toFixed(1)),
+      [`${n}.bare_ws.answered_p50_ms`]: Number(percentile(bareRun.answered, 50).toFixed(1)),
       [`${n}.bare_ws.p50_ms`]: Number(b50.toFixed(1)),
       [`${n}.bare_ws.p99_ms`]: Number(b99.toFixed(1)),
       [`${n}.ratio_p50`]: Number((p50 / b50).toFixed(2)),
@@ -122,6 +125,7 @@ async function measure(
     await new Promise((r) => setTimeout(r, 1000));
     await idle();
     const completions: number[] = [];
+    const answered: number[] = [];
     for (let e = 0; e < eventsPerSize; e++) {
       const content = `fan-out ${n} #${e}`;
       let received = 0;
@@ -132,9 +136,10 @@ async function measure(
         };
       });
       await send(content);
+      answered.push(performance.now() - t0);
       completions.push(await done);
     }
-    return { connectSeconds, completions };
+    return { connectSeconds, completions, answered };
   } finally {
     for (const ws of sockets) ws.terminate();
   }

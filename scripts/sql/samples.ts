@@ -253,7 +253,7 @@ export const samples: Record<string, Record<string, unknown>> = {
   }),
   'messages/message.repository.ts': of<typeof message>({
     insertMessage: [
-      { id: 'msg', tenant_id: 'tn', conversation_id: 'conv', sender_type: 'user', sender_id: 'usr', type: 'text', content: 'c', internal: false, attachments: [], created_at: NOW },
+      { id: 'msg', tenant_id: 'tn', conversation_id: 'conv', sender_type: 'user', sender_id: 'usr', type: 'text', content: 'c', internal: false, attachments: [], created_at: NOW, sender_name: null, sender_avatar_url: null },
     ],
     listMessages: {
       cases: {

@@ -90,8 +90,8 @@ values
 -- conversation.updateConversation (a change)
 update "conversations"
 set
-  "status" = $1,
-  "closed_at" = $2,
+  "closed_at" = $1,
+  "status" = $2,
   "updated_at" = $3
 where
   "id" = $4;
@@ -99,9 +99,9 @@ where
 -- conversation.updateConversation (a message counted)
 update "conversations"
 set
-  "last_message" = $1,
-  "last_message_at" = $2,
-  "last_activity_at" = $3,
+  "last_activity_at" = $1,
+  "last_message" = $2,
+  "last_message_at" = $3,
   "updated_at" = $4,
   "message_count" = message_count + 1
 where

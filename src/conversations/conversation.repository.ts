@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { prepared } from '../db/prepared.ts';
 import { cappedCount } from '../db/paginate.ts';
-import type { BotState, ConversationStatus, Priority } from '../db/schema.ts';
+import type { BotState, ConversationStatus, DB, Priority } from '../db/schema.ts';
 
 // Every query here runs as the request role, so row-level security keeps it inside the tenant.
 
@@ -24,13 +25,19 @@ const satisfaction = () =>
 
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
 
+const findConversationStatement = prepared((db, p: { id: string; readerId: string }) =>
+  db.selectFrom('conversations').selectAll().select(unreadCount(p.readerId)).select(satisfaction).where('id', '=', p.id),
+);
+
 export async function findConversation(trx: Tx, id: string, readerId: string) {
-  return trx.selectFrom('conversations').selectAll().select(unreadCount(readerId)).select(satisfaction).where('id', '=', id).executeTakeFirst();
+  return (await findConversationStatement(trx, { id, readerId })).rows[0];
 }
+
+const lockConversationStatement = prepared((db, p: { id: string }) => db.selectFrom('conversations').selectAll().where('id', '=', p.id).forUpdate());
 
 /** Locks the conversation for the rest of the transaction: actions on one conversation run one at a time. */
 export async function lockConversation(trx: Tx, id: string) {
-  return trx.selectFrom('conversations').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  return (await lockConversationStatement(trx, { id })).rows[0];
 }
 
 export async function insertConversation(
@@ -79,12 +86,28 @@ export async function updateConversation(
   /** A message others will see as unread was added: its counter goes up in the same statement. */
   options: { countMessage?: boolean } = {},
 ) {
-  await trx
-    .updateTable('conversations')
-    .set({ ...changes, updated_at: now, ...(options.countMessage ? { message_count: sql<number>`message_count + 1` } : {}) })
-    .where('id', '=', id)
-    .execute();
+  // One statement per set of columns changed (a handful, each a call site's): compiled at its first use.
+  const columns = (Object.keys(changes) as (keyof typeof changes)[]).filter((c) => changes[c] !== undefined).sort();
+  const shape = `${columns.join(',')}${options.countMessage ? ',+message_count' : ''}`;
+  let update = updates.get(shape);
+  if (!update) {
+    const counted = options.countMessage;
+    update = prepared((db, p: Record<string, unknown>) =>
+      db
+        .updateTable('conversations')
+        .set({
+          ...(Object.fromEntries(columns.map((c) => [c, p[c]])) as typeof changes),
+          updated_at: p.updated_at as Date,
+          ...(counted ? { message_count: sql<number>`message_count + 1` } : {}),
+        })
+        .where('id', '=', p.id as string),
+    );
+    updates.set(shape, update);
+  }
+  await update(trx, { ...changes, updated_at: now, id });
 }
+
+const updates = new Map<string, ReturnType<typeof prepared<Record<string, unknown>, unknown>>>();
 
 export interface ConversationFilters {
   status?: ConversationStatus;
@@ -96,8 +119,8 @@ export interface ConversationFilters {
   q?: string;
 }
 
-function filtered(trx: Tx, filters: ConversationFilters) {
-  let base = trx.selectFrom('conversations');
+function filtered(db: Kysely<DB>, filters: Omit<ConversationFilters, 'q'> & { pattern?: string | undefined }) {
+  let base = db.selectFrom('conversations');
   if (filters.status) base = base.where('status', '=', filters.status);
   if (filters.assignedUserId === null) base = base.where('assigned_user_id', 'is', null);
   else if (filters.assignedUserId) base = base.where('assigned_user_id', '=', filters.assignedUserId);
@@ -105,12 +128,13 @@ function filtered(trx: Tx, filters: ConversationFilters) {
   if (filters.priority) base = base.where('priority', '=', filters.priority);
   if (filters.visitorId) base = base.where('visitor_id', '=', filters.visitorId);
   if (filters.contactId) base = base.where('contact_id', '=', filters.contactId);
-  if (filters.q) {
-    const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
-  }
+  const pattern = filters.pattern;
+  if (pattern) base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
   return base;
 }
+
+/** Free text as an ILIKE pattern that matches it anywhere, its wildcards taken literally. */
+const containing = (q: string | undefined) => (q ? `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined);
 
 /**
  * One page, newest activity first, and whether more follow. With `counted` (the filters the counter rows
@@ -124,26 +148,114 @@ export async function listConversations(
   page: { limit: number; offset: number; after?: { at: Date; id: string } },
   counted?: CountedFilters,
 ) {
-  let rowsQuery = filtered(trx, filters).selectAll().select(unreadCount(readerId)).select(satisfaction);
-  if (counted) rowsQuery = rowsQuery.select(countersTotal(trx, counted).as('total_count')) as unknown as typeof rowsQuery;
-  if (page.after) {
-    const { at, id } = page.after;
-    rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${at}, ${id})`);
+  // The statement's shape: which filters there are (their values are parameters), and the cursor's.
+  const shape: ListShape = {
+    status: !!filters.status,
+    assignee: filters.assignedUserId === null ? 'none' : filters.assignedUserId ? 'one' : 'any',
+    department: !!filters.departmentId,
+    priority: !!filters.priority,
+    visitor: !!filters.visitorId,
+    contact: !!filters.contactId,
+    q: !!filters.q,
+    counted: counted ? { status: !!counted.status, assignee: counted.assignedUserId !== undefined, department: !!counted.departmentId } : null,
+    after: !!page.after,
+  };
+  const key = JSON.stringify(shape);
+  let statement = listStatements.get(key);
+  if (!statement) {
+    statement = prepared((db, p: ListParams) => listQuery(db, p, shape));
+    listStatements.set(key, statement);
   }
-  const rows = await rowsQuery
-    .orderBy('last_activity_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(page.limit + 1)
-    .offset(page.after ? 0 : page.offset)
-    .execute();
+  const { rows } = await statement(trx, {
+    readerId,
+    status: filters.status ?? null,
+    assignee: filters.assignedUserId ?? null,
+    department: filters.departmentId ?? null,
+    priority: filters.priority ?? null,
+    visitor: filters.visitorId ?? null,
+    contact: filters.contactId ?? null,
+    pattern: containing(filters.q) ?? null,
+    countedStatus: counted?.status ?? null,
+    // The counter rows key "no one" as ''.
+    countedAssignee: counted?.assignedUserId === undefined ? null : (counted.assignedUserId ?? ''),
+    countedDepartment: counted?.departmentId ?? null,
+    afterAt: page.after?.at ?? null,
+    afterId: page.after?.id ?? null,
+    limit: page.limit + 1,
+    offset: page.after ? 0 : page.offset,
+  });
   const first = rows[0] as { total_count?: number | string | null } | undefined;
   // An empty page (past the end) carries no total: the caller counts apart.
   return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total: first?.total_count == null ? undefined : Number(first.total_count) };
 }
 
+interface ListShape {
+  status: boolean;
+  assignee: 'none' | 'one' | 'any';
+  department: boolean;
+  priority: boolean;
+  visitor: boolean;
+  contact: boolean;
+  q: boolean;
+  counted: { status: boolean; assignee: boolean; department: boolean } | null;
+  after: boolean;
+}
+
+type ListParams = {
+  readerId: string;
+  status: ConversationStatus | null;
+  assignee: string | null;
+  department: string | null;
+  priority: Priority | null;
+  visitor: string | null;
+  contact: string | null;
+  pattern: string | null;
+  countedStatus: ConversationStatus | null;
+  countedAssignee: string | null;
+  countedDepartment: string | null;
+  afterAt: Date | null;
+  afterId: string | null;
+  limit: number;
+  offset: number;
+};
+
+/**
+ * One page, newest activity first, one row more than the page (whether more follow). With counted filters
+ * (those the counter rows answer), each row also carries the exact total from those rows (`total_count`),
+ * read in the same statement: a list page is one statement, not a page and then a count. Built once per
+ * shape (listConversations); `p` holds the values.
+ */
+function listQuery(db: Kysely<DB>, p: ListParams, shape: ListShape) {
+  const value = <T>(present: boolean, v: T | null) => (present ? (v as T) : undefined);
+  let rowsQuery = filtered(db, {
+    status: value(shape.status, p.status),
+    assignedUserId: shape.assignee === 'none' ? null : value(shape.assignee === 'one', p.assignee),
+    departmentId: value(shape.department, p.department),
+    priority: value(shape.priority, p.priority),
+    visitorId: value(shape.visitor, p.visitor),
+    contactId: value(shape.contact, p.contact),
+    pattern: value(shape.q, p.pattern),
+  })
+    .selectAll()
+    .select(unreadCount(p.readerId))
+    .select(satisfaction);
+  if (shape.counted) {
+    let total = db.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
+    if (shape.counted.status) total = total.where('status', '=', p.countedStatus!);
+    if (shape.counted.assignee) total = total.where('assignee_key', '=', p.countedAssignee!);
+    if (shape.counted.department) total = total.where('department_key', '=', p.countedDepartment!);
+    rowsQuery = rowsQuery.select(total.as('total_count')) as unknown as typeof rowsQuery;
+  }
+  if (shape.after) rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${p.afterAt}, ${p.afterId})`);
+  return rowsQuery.orderBy('last_activity_at', 'desc').orderBy('id', 'desc').limit(p.limit).offset(p.offset);
+}
+
+const listStatements = new Map<string, ReturnType<typeof prepared<ListParams, ConversationRow & { total_count?: number | string | null }>>>();
+
 /** How many conversations match any filters: counted up to a cap, estimated beyond (src/db/paginate.ts). */
 export async function countConversations(trx: Tx, filters: ConversationFilters) {
-  return cappedCount(trx, filtered(trx, filters).selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
+  const { q, ...rest } = filters;
+  return cappedCount(trx, filtered(trx, { ...rest, pattern: containing(q) }).selectAll().orderBy('last_activity_at', 'desc').orderBy('id', 'desc'));
 }
 
 /** The filters the counter rows (conversation_counts) answer, in any combination. */

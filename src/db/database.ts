@@ -7,6 +7,7 @@ import type { DB } from './schema.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
+import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
 import { TENANT_ID } from '../shared/ids.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
@@ -59,7 +60,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       max: options.poolMax,
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-          oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+          oid === INT8_OID ? parseInt8 : oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
       // An unreachable server fails the request (503) instead of holding it for as long as TCP tries.
       connectionTimeoutMillis: 10_000,

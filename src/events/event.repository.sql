@@ -11,6 +11,7 @@ insert into
     "internal",
     "recipients",
     "created_at",
+    "workflow_depth",
     "visitor_id"
   )
 values
@@ -23,13 +24,14 @@ values
     $6,
     $7,
     $8,
+    $9,
     (
       select
         visitor_id
       from
         conversations
       where
-        id = $9
+        id = $10
     )
   );
 
@@ -44,7 +46,26 @@ insert into
     "internal",
     "recipients",
     "created_at",
+    "workflow_depth",
     "visitor_id"
   )
 values
-  ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  (
+    $1,
+    $2,
+    $3,
+    $4,
+    $5,
+    $6,
+    $7,
+    $8,
+    $9,
+    (
+      select
+        visitor_id
+      from
+        conversations
+      where
+        id = $10
+    )
+  );

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Request, Response, Router } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import type { operations } from '../../generated/api.ts';
 import type { Principal } from './access.ts';
 
@@ -110,23 +110,27 @@ export type Handlers = { [K in OperationId]: Handler<K> };
 export const principalOf = (res: Response): Principal | undefined => res.locals.principal as Principal | undefined;
 
 // Registers every operation of the contract on the router, at the path the contract gives it.
+/** What the validator found the request to be: its operation, and the path's parameters as it read them. */
+const operationOf = (req: Request) =>
+  (req as { openapi?: { schema: { operationId?: string }; pathParams: Record<string, string> } }).openapi;
+
 export function mountOperations(router: Router, contract: Contract, handlers: Handlers): void {
   const known = new Set<string>(contract.operations.map((o) => o.operationId));
   const strays = Object.keys(handlers).filter((id) => !known.has(id));
   if (strays.length > 0) throw new Error(`handlers for operations the contract does not have: ${strays.join(', ')}`);
+  const byOperation = new Map<string, RequestHandler>();
   for (const op of contract.operations) {
     // At run time every handler is the same shape; the per-operation typing is for the compiler.
     const handler = handlers[op.operationId] as unknown as
       | ((ctx: HandlerContext<OperationId>) => Promise<{ status: number; body?: unknown; stream?: Readable; headers?: Record<string, string> }>)
       | undefined;
     if (!handler) throw new Error(`no handler for operation ${op.operationId}`);
-    const expressPath = op.path.replace(/\{(\w+)\}/g, ':$1');
     const deprecated = op.deprecation ? deprecationHeaders(op.deprecation) : undefined;
-    router[op.method](expressPath, async (req, res) => {
+    byOperation.set(op.operationId, async (req, res) => {
       // Set first, so an error the handler throws is answered with them too.
       if (deprecated) res.set(deprecated);
       const reply = await handler({
-        params: req.params as never,
+        params: operationOf(req)!.pathParams as never,
         query: req.query as never,
         body: req.body as never,
         principal: principalOf(res),
@@ -143,4 +147,12 @@ export function mountOperations(router: Router, contract: Contract, handlers: Ha
       else res.json(reply.body);
     });
   }
+  // The validator has matched the request to its operation (src/http/route-lookup.ts) and checked it: the
+  // handler is found by its operationId, where a route per operation had express try each path in turn.
+  router.use((req, res, next) => {
+    const operationId = operationOf(req)?.schema.operationId;
+    const handle = operationId === undefined ? undefined : byOperation.get(operationId);
+    if (!handle) return next();
+    return handle(req, res, next);
+  });
 }

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { requestFields } from './request-log.ts';
 import { asUnavailable } from '../db/errors.ts';
 import { AppError, type ErrorCode, INVALID_REQUEST } from '../shared/errors.ts';
 
@@ -155,14 +156,16 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const error = mediaTypeNamed(found, req);
     const requestId = String(req.id ?? '');
     if (unexpected) {
-      (req.log ?? logger).error({ err, request_id: requestId }, 'unexpected error');
+      // The request's headers only through the request log's redaction (req.log, src/http/request-log.ts).
+      if (req.log) req.log.error({ err, request_id: requestId, req: requestFields(req) }, 'unexpected error');
+      else logger.error({ err, request_id: requestId }, 'unexpected error');
     }
     if (res.headersSent) {
       res.destroy();
       return;
     }
     const body = problemBody(error, requestId, req);
-    // The request log line names the refusal (src/app.ts, requestLogger).
+    // The request log line names the refusal (src/http/request-log.ts).
     res.locals.problemCode = body.code;
     for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
     if (body.status === 401 && !res.hasHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', 'Bearer');

@@ -12,10 +12,12 @@ insert into
     "content",
     "internal",
     "attachments",
-    "created_at"
+    "created_at",
+    "sender_name",
+    "sender_avatar_url"
   )
 values
-  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 returning
   *;
 

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { dbAgo } from '../db/clock.ts';
 import type { Tx } from '../db/database.ts';
+import { prepared } from '../db/prepared.ts';
 import type { Insertable } from 'kysely';
 import type { MessagesTable } from '../db/schema.ts';
 
@@ -11,12 +12,29 @@ export type NewMessage = Omit<Insertable<MessagesTable>, 'attachments' | 'create
   created_at: Date;
 };
 
-export async function insertMessage(trx: Tx, message: NewMessage) {
-  return trx
+const insertMessageStatement = prepared((db, p: Omit<Required<NewMessage>, 'attachments'> & { attachments: string }) =>
+  db
     .insertInto('messages')
-    .values({ ...message, attachments: JSON.stringify(message.attachments) })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .values({
+      id: p.id,
+      tenant_id: p.tenant_id,
+      conversation_id: p.conversation_id,
+      sender_type: p.sender_type,
+      sender_id: p.sender_id,
+      type: p.type,
+      content: p.content,
+      internal: p.internal,
+      attachments: p.attachments,
+      created_at: p.created_at,
+      sender_name: p.sender_name,
+      sender_avatar_url: p.sender_avatar_url,
+    })
+    .returningAll(),
+);
+
+export async function insertMessage(trx: Tx, message: Required<NewMessage>) {
+  const { rows } = await insertMessageStatement(trx, { ...message, attachments: JSON.stringify(message.attachments) });
+  return rows[0]!;
 }
 
 /**
@@ -24,12 +42,15 @@ export async function insertMessage(trx: Tx, message: NewMessage) {
  * messages are never unread to them. (The conversation's own counter goes up with its last message:
  * conversation.repository updateConversation, countMessage.)
  */
-export async function countOwnMessage(trx: Tx, message: { tenant_id: string; conversation_id: string; sender_id: string }): Promise<void> {
-  await trx
+const countOwnMessageStatement = prepared((db, p: { tenant_id: string; conversation_id: string; sender_id: string }) =>
+  db
     .insertInto('read_marks')
-    .values({ tenant_id: message.tenant_id, conversation_id: message.conversation_id, reader_id: message.sender_id, last_read_at: null, own_since: 1 })
-    .onConflict((oc) => oc.columns(['conversation_id', 'reader_id']).doUpdateSet({ own_since: sql`read_marks.own_since + 1` }))
-    .execute();
+    .values({ tenant_id: p.tenant_id, conversation_id: p.conversation_id, reader_id: p.sender_id, last_read_at: null, own_since: 1 })
+    .onConflict((oc) => oc.columns(['conversation_id', 'reader_id']).doUpdateSet({ own_since: sql`read_marks.own_since + 1` })),
+);
+
+export async function countOwnMessage(trx: Tx, message: { tenant_id: string; conversation_id: string; sender_id: string }): Promise<void> {
+  await countOwnMessageStatement(trx, message);
 }
 
 /** Newest first, going back in time from the cursor. A visitor's view leaves internal notes out. */

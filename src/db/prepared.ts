@@ -1,0 +1,59 @@
+import {
+  type Compilable,
+  type CompiledQuery,
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type QueryResult,
+} from 'kysely';
+import type { Tx } from './database.ts';
+import type { DB } from './schema.ts';
+
+/**
+ * A statement of a hot path, built and compiled by Kysely once instead of at every call. Kysely builds a
+ * tree of frozen nodes for each query and walks it to make the SQL: 80 µs of the 1.2 ms a sent message
+ * costs (five statements), 30 µs of a GET, where the SQL and the order of its values never change.
+ *
+ * `build` writes the query as any repository does, with `p.<name>` where a value goes; it runs once, with
+ * placeholders, and each call puts its values in their places. So the query's shape must not depend on
+ * the values: no `in` with a list (`= any(...)` takes an array as one value), no column left out because
+ * its value is undefined (an insert lists every column it was built with). Values pass to the driver as
+ * they would from Kysely (dates, arrays, objects as JSON).
+ */
+export function prepared<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>) {
+  let statement: { compiled: CompiledQuery<O>; slots: (string | undefined)[] } | undefined;
+  return (trx: Tx, params: P): Promise<QueryResult<O>> => {
+    statement ??= compile(build);
+    const { compiled, slots } = statement;
+    const parameters = compiled.parameters.map((value, i) => {
+      const name = slots[i];
+      if (name === undefined) return value;
+      if (!(name in params)) throw new Error(`prepared statement: no value for ${name}`);
+      return params[name];
+    });
+    return trx.executeQuery<O>({ ...compiled, parameters });
+  };
+}
+
+const PLACEHOLDER = Symbol('placeholder');
+
+function compile<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>) {
+  const p = new Proxy({} as P, { get: (_, name) => ({ [PLACEHOLDER]: name }) });
+  const compiled = build(compiler, p).compile();
+  const slots = compiled.parameters.map((value) =>
+    typeof value === 'object' && value !== null && PLACEHOLDER in value ? String((value as { [PLACEHOLDER]: string })[PLACEHOLDER]) : undefined,
+  );
+  return { compiled, slots };
+}
+
+/** Compiles only: it never connects (both databases speak PostgreSQL's SQL). */
+const compiler = new Kysely<DB>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
