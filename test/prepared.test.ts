@@ -3,6 +3,8 @@ import fc from 'fast-check';
 import { type Kysely, sql } from 'kysely';
 import { prepared } from '../src/db/prepared.ts';
 import type { DB } from '../src/db/schema.ts';
+import { findConversation } from '../src/conversations/conversation.repository.ts';
+import { createConversation, createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
 
 type Values = { text: string; n: number; at: Date; list: string[]; doc: string; maybe: string | null };
@@ -61,5 +63,32 @@ describe('prepared statements', () => {
       queries.push((await statement(trx, { a: 'x', b: 'y' })).rows[0]);
     });
     expect(queries).to.deep.equal([{ a: 'x', b: 'y' }]);
+  });
+
+  it('PostgreSQL keeps them prepared under their names, through a column added while they are (a rolling deploy)', async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'postgres') this.skip();
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const anyColumns = prepared((db, p: { id: string }) => db.selectFrom('conversations').selectAll().where('id', '=', p.id));
+    const read = () =>
+      database.withTenant(t.tenantId, async (trx) => {
+        const row = await findConversation(trx, c.id, t.owner.userId);
+        await anyColumns(trx, { id: c.id });
+        const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx);
+        return { row, statements: rows.map((r) => r.statement) };
+      });
+    const before = await read();
+    expect(before.statements.filter((s) => s.includes('from "conversations"') && s.includes('"unread_count"')), 'the conversation read, named').to.have.length(1);
+    expect(before.statements.filter((s) => s.includes('select * from "conversations"')), 'a select * is never named').to.deep.equal([]);
+    await sql`alter table conversations add column rolling_deploy_probe integer`.execute(database.db);
+    try {
+      // Each connection of the pool that prepared it, and new ones, in turn and at once.
+      for (let i = 0; i < 5; i++) expect((await read()).row).to.deep.equal(before.row);
+      const together = await Promise.all(Array.from({ length: 12 }, () => read()));
+      for (const { row } of together) expect(row).to.deep.equal(before.row);
+    } finally {
+      await sql`alter table conversations drop column rolling_deploy_probe`.execute(database.db);
+    }
   });
 });

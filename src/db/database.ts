@@ -8,6 +8,7 @@ import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
 import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
+import { statementName } from './prepared.ts';
 import { TENANT_ID } from '../shared/ids.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
@@ -50,6 +51,24 @@ export interface DatabaseOptions {
   onConnectionError?: (err: Error) => void;
   /** An empty PGlite data directory starts as a copy of the template, when there is one (src/db/pglite-template.ts). */
   template?: boolean;
+  /**
+   * PostgreSQL: send the prepared statements under their names (the default). Off for a pooler that
+   * cannot keep a connection's named statements (PgBouncer in transaction mode before 1.21).
+   */
+  namedStatements?: boolean;
+}
+
+/**
+ * A pg client that sends the service's prepared statements (src/db/prepared.ts) under their names, so that
+ * the server parses and plans each once per connection; pg remembers which it has sent on a connection.
+ */
+class NamingClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const [text, values, callback] = args;
+    const name = typeof text === 'string' && Array.isArray(values) ? statementName(text) : undefined;
+    const call = super.query as (...a: unknown[]) => never;
+    return name ? call.call(this, { name, text, values }, callback) : call.apply(this, args);
+  }
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -58,6 +77,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const pool = new pg.Pool({
       connectionString: url,
       max: options.poolMax,
+      ...(options.namedStatements === false ? {} : { Client: NamingClient }),
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
           oid === INT8_OID ? parseInt8 : oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
