@@ -155,11 +155,12 @@ export type Services = ReturnType<typeof createServices>;
 let processBox: SecretBox | undefined;
 const processSecretBox = () => (processBox ??= new SecretBox(randomBytes(32).toString('hex')));
 
-const EMPTY_ETAG = '"0-2jmj7l5rSw0yVb/vlWAYkK/YBwk"';
+const EMPTY_ETAG = 'W/"0-2jmj7l5rSw0yVb/vlWAYkK/YBwk"';
 
-function strongEtag(body: string | Buffer): string {
+/** Express's default ETag, weak: `W/"<length in hex>-<27 characters of base64 SHA-1>"` (the etag package's). */
+function weakEtag(body: string | Buffer): string {
   const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
-  return length === 0 ? EMPTY_ETAG : `"${length.toString(16)}-${hash('sha1', body, 'base64').slice(0, 27)}"`;
+  return length === 0 ? EMPTY_ETAG : `W/"${length.toString(16)}-${hash('sha1', body, 'base64').slice(0, 27)}"`;
 }
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
@@ -205,9 +206,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
 
   const app = express();
   app.disable('x-powered-by');
-  // Express's own strong ETag (the etag package's: the length in hex, 27 characters of base64 SHA-1), from a
-  // one-shot hash: creating a Hash object for every answer was 1.6% of a GET's CPU.
-  app.set('etag', strongEtag);
+  // Express's own ETag, from a one-shot hash: creating a Hash object for every answer was 1.6% of a GET's CPU.
+  app.set('etag', weakEtag);
   app.set('trust proxy', deps.config.trustProxy);
   app.use(requestLog(deps.logger, { fields: outcome }));
   app.use(requestMetrics(services.metrics));

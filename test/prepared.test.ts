@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { type Kysely, sql } from 'kysely';
-import { prepared } from '../src/db/prepared.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { namesItsColumns, prepared } from '../src/db/prepared.ts';
 import type { DB } from '../src/db/schema.ts';
 import { findConversation } from '../src/conversations/conversation.repository.ts';
 import { createConversation, createTenant } from './support/factories.ts';
@@ -90,5 +91,51 @@ describe('prepared statements', () => {
     } finally {
       await sql`alter table conversations drop column rolling_deploy_probe`.execute(database.db);
     }
+  });
+
+  it("a named statement whose answer changed type fails once, and its connection is replaced", async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'postgres') this.skip();
+    // A pool of its own, of one connection, and a table of its own: the harness's connections never see it.
+    const own = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: '.', poolMax: 1 });
+    const table = `named_probe_${process.pid}`;
+    const statement = prepared((db, p: { id: number }) => (db as unknown as Kysely<any>).selectFrom(table).select(['id', 'v']).where('id', '=', p.id));
+    const read = async () => (await statement(own.db as never, { id: 1 })).rows[0];
+    try {
+      await sql.raw(`create table ${table} (id integer primary key, v varchar(10)); insert into ${table} values (1, 'a')`).execute(own.db);
+      expect(await read()).to.deep.equal({ id: 1, v: 'a' });
+      // A migration of a rolling deploy changes the column's type under the running statement.
+      await sql.raw(`alter table ${table} alter column v type text`).execute(own.db);
+      const failed = await read().then(() => undefined, (err: { code?: string }) => err);
+      expect(failed, 'the one read that meets the stale statement').to.have.property('code', '0A000');
+      expect(await read(), 'on the connection that replaced it').to.deep.equal({ id: 1, v: 'a' });
+      expect(await read()).to.deep.equal({ id: 1, v: 'a' });
+    } finally {
+      await sql.raw(`drop table if exists ${table}`).execute(own.db);
+      await own.close();
+    }
+  });
+
+  it('only a statement that names its columns may be kept by name: every form of * is refused, count(*) is not', async () => {
+    const { database } = await getHarness();
+    const db = database.db;
+    const compiled = (q: { compile(): { sql: string } }) => q.compile().sql;
+    const refused = [
+      compiled(db.selectFrom('conversations').selectAll()),
+      compiled(db.selectFrom('conversations').distinct().selectAll()),
+      compiled(db.selectFrom('conversations').distinctOn('status').selectAll()),
+      compiled(db.selectFrom('conversations').selectAll('conversations')),
+      compiled(db.withSchema('public').selectFrom('conversations').selectAll('conversations')),
+      compiled(db.selectFrom('conversations').select(['id']).select(sql`conversations.*`.as('x'))),
+      compiled(db.insertInto('contacts').values({ id: 'x', tenant_id: 'y', name: 'z' }).returningAll()),
+      compiled(db.updateTable('contacts').set({ name: 'z' }).returningAll()),
+    ];
+    for (const text of refused) expect(namesItsColumns(text), text).to.equal(false);
+    const kept = [
+      compiled(db.selectFrom('conversations').select(['id', 'status']).where('id', '=', 'x')),
+      compiled(db.selectFrom('conversations').select((eb) => eb.fn.countAll().as('n'))),
+      compiled(db.insertInto('contacts').values({ id: 'x', tenant_id: 'y', name: 'z' }).returning(['id'])),
+    ];
+    for (const text of kept) expect(namesItsColumns(text), text).to.equal(true);
   });
 });

@@ -64,10 +64,19 @@ export interface DatabaseOptions {
  */
 class NamingClient extends pg.Client {
   override query(...args: unknown[]): never {
-    const [text, values, callback] = args;
-    const name = typeof text === 'string' && Array.isArray(values) ? statementName(text) : undefined;
+    const [text, values] = args;
+    const name = typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;
     const call = super.query as (...a: unknown[]) => never;
-    return name ? call.call(this, { name, text, values }, callback) : call.apply(this, args);
+    if (!name) return call.apply(this, args);
+    return (call.call(this, { name, text, values }) as Promise<unknown>).catch((err: { code?: string; message?: string }) => {
+      // The statement as this connection prepared it no longer fits: a migration changed a column's type
+      // under a running instance ("cached plan must not change result type"), or something dropped it.
+      // This request fails; the connection goes, and the pool's next one prepares the statement anew.
+      const stale = (err.code === '0A000' && /cached plan must not change result type/.test(err.message ?? '')) || err.code === '26000';
+      // Ending marks the client at once, so the pool drops it when it is released rather than handing it out.
+      if (stale) void this.end().catch(() => undefined);
+      throw err;
+    }) as never;
   }
 }
 

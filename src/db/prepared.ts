@@ -48,7 +48,16 @@ const PLACEHOLDER = Symbol('placeholder');
  * result type") until the connection is gone.
  */
 const names = new Map<string, string>();
-const ANY_COLUMNS = /(\bselect\s+|\breturning\s+|,\s*)("[^"]*"\.)?\*/i;
+/** A `*` anywhere but in `count(*)`: `select *`, `select distinct *`, `"t".*`, `returning *` (and a product). */
+const ANY_COLUMNS = /(?<!\()\*(?!\))/;
+/**
+ * Names given at most: the list page alone has hundreds of possible shapes (src/conversations), each kept
+ * on every connection once named. The first shapes used, the everyday ones, get the names.
+ */
+const MAX_NAMES = 64;
+
+/** Whether a statement's answer has the columns it names, whatever columns its tables gain. */
+export const namesItsColumns = (sql: string): boolean => !ANY_COLUMNS.test(sql);
 
 /** The server-side name of a prepared statement's SQL, or undefined for any other SQL. */
 export const statementName = (sql: string): string | undefined => names.get(sql);
@@ -56,7 +65,7 @@ export const statementName = (sql: string): string | undefined => names.get(sql)
 function compile<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>) {
   const p = new Proxy({} as P, { get: (_, name) => ({ [PLACEHOLDER]: name }) });
   const compiled = build(compiler, p).compile();
-  if (!ANY_COLUMNS.test(compiled.sql) && !names.has(compiled.sql)) names.set(compiled.sql, `chat_${names.size + 1}`);
+  if (namesItsColumns(compiled.sql) && !names.has(compiled.sql) && names.size < MAX_NAMES) names.set(compiled.sql, `chat_${names.size + 1}`);
   const slots = compiled.parameters.map((value) =>
     typeof value === 'object' && value !== null && PLACEHOLDER in value ? String((value as { [PLACEHOLDER]: string })[PLACEHOLDER]) : undefined,
   );
