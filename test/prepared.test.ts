@@ -138,4 +138,31 @@ describe('prepared statements', () => {
     ];
     for (const text of kept) expect(namesItsColumns(text), text).to.equal(true);
   });
+
+  it("a statement kept by name on one connection never shows one tenant another's rows, with a generic plan", async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'postgres') this.skip();
+    const a = await createTenant();
+    const b = await createTenant();
+    const [ca, cb] = [await createConversation(a), await createConversation(b)];
+    // One connection for every transaction, planning generically from the first execution on.
+    const own = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: '.', poolMax: 1 });
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(own.db);
+      for (let i = 0; i < 8; i++) {
+        for (const [tenant, mine, theirs] of [[a, ca, cb], [b, cb, ca]] as const) {
+          const seen = await own.withTenant(tenant.tenantId, async (trx) => ({
+            mine: await findConversation(trx, mine.id, tenant.owner.userId),
+            theirs: await findConversation(trx, theirs.id, tenant.owner.userId),
+          }));
+          expect(seen.mine?.id).to.equal(mine.id);
+          expect(seen.theirs, `round ${i}`).to.equal(undefined);
+        }
+      }
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where statement like '%"unread_count"%'`.execute(own.db);
+      expect(rows[0]!.n, 'the read was kept by name').to.equal(1);
+    } finally {
+      await own.close();
+    }
+  });
 });
