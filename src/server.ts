@@ -52,6 +52,7 @@ export async function startService(config: Config): Promise<RunningService> {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolMax: config.databasePoolMax,
+    namedStatements: config.databaseNamedStatements,
     template: config.pgliteTemplate,
     onConnectionError: (err) => logger.warn({ err }, 'database connection lost'),
   });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import request from 'supertest';
 import { VISITOR_NOTICES } from '../src/conversations/conversation.service.ts';
@@ -53,6 +54,17 @@ describe('conversations', () => {
       const encoded = c.id.replace('_', '%5F').replace(/-/g, '%2D');
       const res = await request(app).get(`/api/v1/conversations/${encoded}`).set(bearer(t.owner.accessToken)).expect(200);
       expect(res.body.id).to.equal(c.id);
+    });
+
+    it('an answer carries the weak ETag express makes (length, SHA-1), and a GET that names it gets 304', async () => {
+      const { app } = await getHarness();
+      const t = await createTenant();
+      const c = await createConversation(t);
+      const res = await request(app).get(`/api/v1/conversations/${c.id}`).set(bearer(t.owner.accessToken)).expect(200);
+      const bytes = Buffer.from(res.text, 'utf8');
+      expect(res.headers.etag).to.equal(`W/"${bytes.length.toString(16)}-${createHash('sha1').update(bytes).digest('base64').slice(0, 27)}"`);
+      const again = await request(app).get(`/api/v1/conversations/${c.id}`).set(bearer(t.owner.accessToken)).set('If-None-Match', res.headers.etag!);
+      expect(again.status).to.equal(304);
     });
 
     it('without a message it waits open and unassigned', async () => {

@@ -1,8 +1,11 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { type Kysely, sql } from 'kysely';
-import { prepared } from '../src/db/prepared.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { namesItsColumns, prepared } from '../src/db/prepared.ts';
 import type { DB } from '../src/db/schema.ts';
+import { findConversation } from '../src/conversations/conversation.repository.ts';
+import { createConversation, createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
 
 type Values = { text: string; n: number; at: Date; list: string[]; doc: string; maybe: string | null };
@@ -61,5 +64,105 @@ describe('prepared statements', () => {
       queries.push((await statement(trx, { a: 'x', b: 'y' })).rows[0]);
     });
     expect(queries).to.deep.equal([{ a: 'x', b: 'y' }]);
+  });
+
+  it('PostgreSQL keeps them prepared under their names, through a column added while they are (a rolling deploy)', async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'postgres') this.skip();
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const anyColumns = prepared((db, p: { id: string }) => db.selectFrom('conversations').selectAll().where('id', '=', p.id));
+    const read = () =>
+      database.withTenant(t.tenantId, async (trx) => {
+        const row = await findConversation(trx, c.id, t.owner.userId);
+        await anyColumns(trx, { id: c.id });
+        const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx);
+        return { row, statements: rows.map((r) => r.statement) };
+      });
+    const before = await read();
+    expect(before.statements.filter((s) => s.includes('from "conversations"') && s.includes('"unread_count"')), 'the conversation read, named').to.have.length(1);
+    expect(before.statements.filter((s) => s.includes('select * from "conversations"')), 'a select * is never named').to.deep.equal([]);
+    await sql`alter table conversations add column rolling_deploy_probe integer`.execute(database.db);
+    try {
+      // Each connection of the pool that prepared it, and new ones, in turn and at once.
+      for (let i = 0; i < 5; i++) expect((await read()).row).to.deep.equal(before.row);
+      const together = await Promise.all(Array.from({ length: 12 }, () => read()));
+      for (const { row } of together) expect(row).to.deep.equal(before.row);
+    } finally {
+      await sql`alter table conversations drop column rolling_deploy_probe`.execute(database.db);
+    }
+  });
+
+  it("a named statement whose answer changed type fails once, and its connection is replaced", async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'postgres') this.skip();
+    // A pool of its own, of one connection, and a table of its own: the harness's connections never see it.
+    const own = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: '.', poolMax: 1 });
+    const table = `named_probe_${process.pid}`;
+    const statement = prepared((db, p: { id: number }) => (db as unknown as Kysely<any>).selectFrom(table).select(['id', 'v']).where('id', '=', p.id));
+    const read = async () => (await statement(own.db as never, { id: 1 })).rows[0];
+    try {
+      await sql.raw(`create table ${table} (id integer primary key, v varchar(10)); insert into ${table} values (1, 'a')`).execute(own.db);
+      expect(await read()).to.deep.equal({ id: 1, v: 'a' });
+      // A migration of a rolling deploy changes the column's type under the running statement.
+      await sql.raw(`alter table ${table} alter column v type text`).execute(own.db);
+      const failed = await read().then(() => undefined, (err: { code?: string }) => err);
+      expect(failed, 'the one read that meets the stale statement').to.have.property('code', '0A000');
+      expect(await read(), 'on the connection that replaced it').to.deep.equal({ id: 1, v: 'a' });
+      expect(await read()).to.deep.equal({ id: 1, v: 'a' });
+    } finally {
+      await sql.raw(`drop table if exists ${table}`).execute(own.db);
+      await own.close();
+    }
+  });
+
+  it('only a statement that names its columns may be kept by name: every form of * is refused, count(*) is not', async () => {
+    const { database } = await getHarness();
+    const db = database.db;
+    const compiled = (q: { compile(): { sql: string } }) => q.compile().sql;
+    const refused = [
+      compiled(db.selectFrom('conversations').selectAll()),
+      compiled(db.selectFrom('conversations').distinct().selectAll()),
+      compiled(db.selectFrom('conversations').distinctOn('status').selectAll()),
+      compiled(db.selectFrom('conversations').selectAll('conversations')),
+      compiled(db.withSchema('public').selectFrom('conversations').selectAll('conversations')),
+      compiled(db.selectFrom('conversations').select(['id']).select(sql`conversations.*`.as('x'))),
+      compiled(db.insertInto('contacts').values({ id: 'x', tenant_id: 'y', name: 'z' }).returningAll()),
+      compiled(db.updateTable('contacts').set({ name: 'z' }).returningAll()),
+    ];
+    for (const text of refused) expect(namesItsColumns(text), text).to.equal(false);
+    const kept = [
+      compiled(db.selectFrom('conversations').select(['id', 'status']).where('id', '=', 'x')),
+      compiled(db.selectFrom('conversations').select((eb) => eb.fn.countAll().as('n'))),
+      compiled(db.insertInto('contacts').values({ id: 'x', tenant_id: 'y', name: 'z' }).returning(['id'])),
+    ];
+    for (const text of kept) expect(namesItsColumns(text), text).to.equal(true);
+  });
+
+  it("a statement kept by name on one connection never shows one tenant another's rows, with a generic plan", async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'postgres') this.skip();
+    const a = await createTenant();
+    const b = await createTenant();
+    const [ca, cb] = [await createConversation(a), await createConversation(b)];
+    // One connection for every transaction, planning generically from the first execution on.
+    const own = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: '.', poolMax: 1 });
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(own.db);
+      for (let i = 0; i < 8; i++) {
+        for (const [tenant, mine, theirs] of [[a, ca, cb], [b, cb, ca]] as const) {
+          const seen = await own.withTenant(tenant.tenantId, async (trx) => ({
+            mine: await findConversation(trx, mine.id, tenant.owner.userId),
+            theirs: await findConversation(trx, theirs.id, tenant.owner.userId),
+          }));
+          expect(seen.mine?.id).to.equal(mine.id);
+          expect(seen.theirs, `round ${i}`).to.equal(undefined);
+        }
+      }
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where statement like '%"unread_count"%'`.execute(own.db);
+      expect(rows[0]!.n, 'the read was kept by name').to.equal(1);
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -33,7 +33,10 @@ async function replay(statements: Statement[], rewrite: (p: unknown) => unknown)
   try {
     // The app's first statement begins the transaction itself when it carries BEGIN (its PostgreSQL path).
     if (!statements[0]?.sql.startsWith('begin;')) await client.query('begin');
-    for (const s of statements) last = (await client.query(s.sql, s.params.map(rewrite))).rows;
+    for (const s of statements) {
+      const values = s.params.map(rewrite);
+      last = (await client.query(named ? { name: nameOf(s.sql), text: s.sql, values } : { text: s.sql, values })).rows;
+    }
     await client.query('commit');
   } catch (err) {
     await client.query('rollback').catch(() => undefined);
@@ -43,6 +46,15 @@ async function replay(statements: Statement[], rewrite: (p: unknown) => unknown)
   }
   return last;
 }
+
+// BASELINE_NAMED: each statement prepared once per connection and sent by name (not BEGIN's: a simple query).
+const named = process.env.BASELINE_NAMED === 'true';
+const names = new Map<string, string>();
+const nameOf = (sql: string) => {
+  let name = names.get(sql);
+  if (!name) names.set(sql, (name = `ideal_${names.size + 1}`));
+  return sql.startsWith('begin;') ? undefined : name;
+};
 
 const reviveDate = (p: unknown) => (typeof p === 'string' && /^\d{4}-\d\d-\d\dT/.test(p) ? new Date() : p);
 

@@ -33,6 +33,8 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 // Each timed run follows a warm-up of the same load: a route's first request compiles its validators (tens
 // to hundreds of milliseconds, printed apart as the first request), which is no part of its throughput.
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
+/** Turns each server takes, the run's seconds shared among them. */
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const JWT_SECRET = 'benchmark-secret-that-is-long-enough-0123456789';
 
 const startServer = (script: string, env: Record<string, string>) => startProcess(script, { JWT_SECRET, DATABASE_URL: databaseUrl!, ...env });
@@ -75,7 +77,7 @@ function load(endpoint: Endpoint, url: string, token: string, conversationIds: s
 const database = await openDatabase({ databaseUrl, dataDir: tmpdir(), poolMax: 4 });
 await migrateToLatest(database.db);
 console.log(`conversations benchmark: ${cpus().length} cores, ${seconds} s per run, ${connections} connections, PostgreSQL\n`);
-console.log('size   endpoint                          server                 req/s   p50 ms   p99 ms  non-2xx  CPU µs/req  of ideal  first ms');
+console.log('size   endpoint                          server                 req/s   p50 ms   p99 ms  non-2xx  CPU µs/req  of ideal (named)  first ms');
 const figures: Figures = {};
 
 for (const size of sizes) {
@@ -110,39 +112,68 @@ for (const size of sizes) {
   // of them before the next: the sends, which add messages, come last, so every server reads the same data.
   const appOff = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
   const baseline = await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile });
+  // The same ideal with its statements prepared per connection, as the app's hot ones are on PostgreSQL
+  // (DATABASE_NAMED_STATEMENTS): what the ratio would be if the ideal did that too.
+  const namedBaseline = await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile, BASELINE_NAMED: 'true' });
   const servers: [string, string, () => number][] = [
     ['app, validation on', app.url, app.cpuSeconds],
     ['app, validation off', appOff.url, appOff.cpuSeconds],
     ['ideal node:http+pg', baseline.url, baseline.cpuSeconds],
+    ['ideal, named', namedBaseline.url, namedBaseline.cpuSeconds],
   ];
   const label = size >= 1_000_000 ? `${size / 1_000_000}M` : `${size / 1000}k`;
   console.log(`(${label}: seeded in ${(seedMs / 1000).toFixed(1)} s)`);
   for (const endpoint of ['list', 'listOpen', 'get', 'post'] as const) {
-    const results: [string, autocannon.Result][] = [];
     // Each server's own CPU per answered request (the servers take turns, so the time is its own).
     const cpuPerRequest = new Map<string, number>();
     const firstRequestMs = new Map<string, number>();
-    for (const [server, url, cpuSeconds] of servers) {
+    for (const [server, url] of servers) {
       firstRequestMs.set(server, await firstRequest(endpoint, url, token, conversationIds[0]!));
       if (warmupSeconds > 0) await load(endpoint, url, token, conversationIds, warmupSeconds);
-      const before = cpuSeconds();
-      const result = await load(endpoint, url, token, conversationIds);
-      cpuPerRequest.set(server, ((cpuSeconds() - before) * 1e6) / Math.max(1, result.requests.total));
-      results.push([server, result]);
     }
-    const base = results.find(([n]) => n.startsWith('ideal'))![1];
+    // The servers take turns in slices (a round is one slice each, the first server changing from round
+    // to round): this machine's speed wanders over tens of seconds, and one server measured for the whole
+    // time after another read ratios anywhere from 0.5 to 1.3 for the same code.
+    const slices = new Map<string, { requests: number; seconds: number; cpu: number; p50: number[]; p99: number[]; non2xx: number }>();
+    for (let round = 0; round < rounds; round++) {
+      for (let k = 0; k < servers.length; k++) {
+        const [server, url, cpuSeconds] = servers[(round + k) % servers.length]!;
+        const before = cpuSeconds();
+        const result = await load(endpoint, url, token, conversationIds, seconds / rounds);
+        const into = slices.get(server) ?? { requests: 0, seconds: 0, cpu: 0, p50: [], p99: [], non2xx: 0 };
+        into.requests += result.requests.total;
+        into.seconds += result.duration;
+        into.cpu += cpuSeconds() - before;
+        into.p50.push(result.latency.p50);
+        into.p99.push(result.latency.p99);
+        into.non2xx += result.non2xx;
+        slices.set(server, into);
+      }
+    }
+    // Throughput over all slices; the latency figures are the median slice's p50 and the worst slice's p99.
+    const results: [string, { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number }][] = servers.map(([server]) => {
+      const s = slices.get(server)!;
+      cpuPerRequest.set(server, (s.cpu * 1e6) / Math.max(1, s.requests));
+      const p50 = [...s.p50].sort((a, b) => a - b)[Math.floor(s.p50.length / 2)]!;
+      return [server, { requests: { average: s.requests / s.seconds }, latency: { p50, p99: Math.max(...s.p99) }, non2xx: s.non2xx }];
+    });
+    const base = results.find(([n]) => n === 'ideal node:http+pg')![1];
+    const namedBase = results.find(([n]) => n === 'ideal, named')![1];
     const on = results.find(([n]) => n.endsWith('on'))![1];
     for (const [server, x] of results) {
       const ratio = x.requests.average / base.requests.average;
-      const key = `${endpoint}.${label}.${server.startsWith('ideal') ? 'ideal' : server.endsWith('on') ? 'validation_on' : 'validation_off'}`;
+      const key = `${endpoint}.${label}.${server === 'ideal, named' ? 'ideal_named' : server.startsWith('ideal') ? 'ideal' : server.endsWith('on') ? 'validation_on' : 'validation_off'}`;
       figures[`${key}.req_s`] = Math.round(x.requests.average);
       figures[`${key}.p50_ms`] = x.latency.p50;
       figures[`${key}.p99_ms`] = x.latency.p99;
       figures[`${key}.cpu_us_per_request`] = Math.round(cpuPerRequest.get(server)!);
       figures[`${key}.first_request_ms`] = Math.round(firstRequestMs.get(server)!);
-      if (!server.startsWith('ideal')) figures[`${key}.ratio_of_ideal`] = Number(ratio.toFixed(3));
+      if (!server.startsWith('ideal')) {
+        figures[`${key}.ratio_of_ideal`] = Number(ratio.toFixed(3));
+        figures[`${key}.ratio_of_ideal_named`] = Number((x.requests.average / namedBase.requests.average).toFixed(3));
+      }
       console.log(
-        `${label.padEnd(6)} ${ENDPOINTS[endpoint].padEnd(33)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(7)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}  ${String(x.non2xx).padStart(7)}  ${Math.round(cpuPerRequest.get(server)!).toString().padStart(9)}  ${(server.startsWith('ideal') ? '' : ratio.toFixed(2)).padStart(8)}  ${Math.round(firstRequestMs.get(server)!).toString().padStart(8)}`,
+        `${label.padEnd(6)} ${ENDPOINTS[endpoint].padEnd(33)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(7)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}  ${String(x.non2xx).padStart(7)}  ${Math.round(cpuPerRequest.get(server)!).toString().padStart(9)}  ${(server.startsWith('ideal') ? '' : `${ratio.toFixed(2)} (${(x.requests.average / namedBase.requests.average).toFixed(2)})`).padStart(11)}  ${Math.round(firstRequestMs.get(server)!).toString().padStart(8)}`,
       );
     }
     const off = results.find(([n]) => n.endsWith('off'))![1];
@@ -151,10 +182,10 @@ for (const size of sizes) {
     figures[`${endpoint}.${label}.validation_cost`] = Number(cost.toFixed(3));
     console.log(`${''.padEnd(6)} ${''.padEnd(33)} response validation costs ${(cost * 100).toFixed(0)}% of req/s`);
   }
-  await Promise.all([app.stop(), appOff.stop(), baseline.stop()]);
+  await Promise.all([app.stop(), appOff.stop(), baseline.stop(), namedBaseline.stop()]);
 }
 await database.close();
-writeResults('conversations', figures, { seconds, connections, sizes });
+writeResults('conversations', figures, { seconds, rounds, connections, sizes });
 
 /**
  * The time of one request, alone: the first of its route in the server's life, it compiles what the route

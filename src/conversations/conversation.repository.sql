@@ -2,7 +2,26 @@
 
 -- conversation.findConversation
 select
-  *,
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at",
   conversations.message_count - coalesce(
     (
       select
@@ -42,7 +61,26 @@ where
 
 -- conversation.lockConversation
 select
-  *
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at"
 from
   "conversations"
 where
@@ -109,7 +147,26 @@ where
 
 -- conversation.listConversations (first page)
 select
-  *,
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at",
   conversations.message_count - coalesce(
     (
       select
@@ -154,7 +211,26 @@ offset
 
 -- conversation.listConversations (first page with its exact total (counted filters))
 select
-  *,
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at",
   conversations.message_count - coalesce(
     (
       select
@@ -211,7 +287,26 @@ offset
 
 -- conversation.listConversations (every filter, after a cursor)
 select
-  *,
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at",
   conversations.message_count - coalesce(
     (
       select

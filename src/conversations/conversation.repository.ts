@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { prepared } from '../db/prepared.ts';
 import { cappedCount } from '../db/paginate.ts';
-import type { BotState, ConversationStatus, DB, Priority } from '../db/schema.ts';
+import type { BotState, ConversationStatus, ConversationsTable, DB, Priority } from '../db/schema.ts';
 
 // Every query here runs as the request role, so row-level security keeps it inside the tenant.
 
@@ -23,17 +23,47 @@ const satisfaction = () =>
     order by s.answered_at desc limit 1
   )`.as('satisfaction');
 
+/**
+ * Every column of conversations, by name: a prepared statement that names its columns keeps its answer's
+ * shape when a migration adds one, so PostgreSQL may keep it prepared (src/db/prepared.ts).
+ */
+const CONVERSATION_COLUMNS = [
+  'id',
+  'tenant_id',
+  'status',
+  'priority',
+  'subject',
+  'visitor_id',
+  'contact_id',
+  'widget_id',
+  'department_id',
+  'assigned_user_id',
+  'bot_state',
+  'last_message',
+  'last_message_at',
+  'last_activity_at',
+  'created_at',
+  'updated_at',
+  'closed_at',
+  'message_count',
+  'bot_id',
+  'last_visitor_message_at',
+] as const satisfies readonly (keyof ConversationsTable)[];
+// The compiler refuses a column of the table left out of the list.
+const allConversationColumns: Exclude<keyof ConversationsTable, (typeof CONVERSATION_COLUMNS)[number]> extends never ? true : never = true;
+void allConversationColumns;
+
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
 
 const findConversationStatement = prepared((db, p: { id: string; readerId: string }) =>
-  db.selectFrom('conversations').selectAll().select(unreadCount(p.readerId)).select(satisfaction).where('id', '=', p.id),
+  db.selectFrom('conversations').select(CONVERSATION_COLUMNS).select(unreadCount(p.readerId)).select(satisfaction).where('id', '=', p.id),
 );
 
 export async function findConversation(trx: Tx, id: string, readerId: string) {
   return (await findConversationStatement(trx, { id, readerId })).rows[0];
 }
 
-const lockConversationStatement = prepared((db, p: { id: string }) => db.selectFrom('conversations').selectAll().where('id', '=', p.id).forUpdate());
+const lockConversationStatement = prepared((db, p: { id: string }) => db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('id', '=', p.id).forUpdate());
 
 /** Locks the conversation for the rest of the transaction: actions on one conversation run one at a time. */
 export async function lockConversation(trx: Tx, id: string) {
@@ -236,7 +266,7 @@ function listQuery(db: Kysely<DB>, p: ListParams, shape: ListShape) {
     contactId: value(shape.contact, p.contact),
     pattern: value(shape.q, p.pattern),
   })
-    .selectAll()
+    .select(CONVERSATION_COLUMNS)
     .select(unreadCount(p.readerId))
     .select(satisfaction);
   if (shape.counted) {

@@ -8,6 +8,7 @@ import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
 import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
+import { statementName } from './prepared.ts';
 import { TENANT_ID } from '../shared/ids.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
@@ -50,6 +51,33 @@ export interface DatabaseOptions {
   onConnectionError?: (err: Error) => void;
   /** An empty PGlite data directory starts as a copy of the template, when there is one (src/db/pglite-template.ts). */
   template?: boolean;
+  /**
+   * PostgreSQL: send the prepared statements under their names (the default). Off for a pooler that
+   * cannot keep a connection's named statements (PgBouncer in transaction mode before 1.21).
+   */
+  namedStatements?: boolean;
+}
+
+/**
+ * A pg client that sends the service's prepared statements (src/db/prepared.ts) under their names, so that
+ * the server parses and plans each once per connection; pg remembers which it has sent on a connection.
+ */
+class NamingClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const [text, values] = args;
+    const name = typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;
+    const call = super.query as (...a: unknown[]) => never;
+    if (!name) return call.apply(this, args);
+    return (call.call(this, { name, text, values }) as Promise<unknown>).catch((err: { code?: string; message?: string }) => {
+      // The statement as this connection prepared it no longer fits: a migration changed a column's type
+      // under a running instance ("cached plan must not change result type"), or something dropped it.
+      // This request fails; the connection goes, and the pool's next one prepares the statement anew.
+      const stale = (err.code === '0A000' && /cached plan must not change result type/.test(err.message ?? '')) || err.code === '26000';
+      // Ending marks the client at once, so the pool drops it when it is released rather than handing it out.
+      if (stale) void this.end().catch(() => undefined);
+      throw err;
+    }) as never;
+  }
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -58,6 +86,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const pool = new pg.Pool({
       connectionString: url,
       max: options.poolMax,
+      ...(options.namedStatements === false ? {} : { Client: NamingClient }),
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
           oid === INT8_OID ? parseInt8 : oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,

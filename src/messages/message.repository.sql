@@ -19,7 +19,18 @@ insert into
 values
   ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 returning
-  *;
+  "id",
+  "tenant_id",
+  "conversation_id",
+  "sender_type",
+  "sender_id",
+  "type",
+  "content",
+  "internal",
+  "attachments",
+  "created_at",
+  "sender_name",
+  "sender_avatar_url";
 
 -- message.countOwnMessage
 insert into

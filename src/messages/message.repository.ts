@@ -12,6 +12,25 @@ export type NewMessage = Omit<Insertable<MessagesTable>, 'attachments' | 'create
   created_at: Date;
 };
 
+/** Every column of messages, by name (a prepared statement's answer keeps its shape: src/db/prepared.ts). */
+const MESSAGE_COLUMNS = [
+  'id',
+  'tenant_id',
+  'conversation_id',
+  'sender_type',
+  'sender_id',
+  'type',
+  'content',
+  'internal',
+  'attachments',
+  'created_at',
+  'sender_name',
+  'sender_avatar_url',
+] as const satisfies readonly (keyof MessagesTable)[];
+// The compiler refuses a column of the table left out of the list.
+const allMessageColumns: Exclude<keyof MessagesTable, (typeof MESSAGE_COLUMNS)[number]> extends never ? true : never = true;
+void allMessageColumns;
+
 const insertMessageStatement = prepared((db, p: Omit<Required<NewMessage>, 'attachments'> & { attachments: string }) =>
   db
     .insertInto('messages')
@@ -29,7 +48,7 @@ const insertMessageStatement = prepared((db, p: Omit<Required<NewMessage>, 'atta
       sender_name: p.sender_name,
       sender_avatar_url: p.sender_avatar_url,
     })
-    .returningAll(),
+    .returning(MESSAGE_COLUMNS),
 );
 
 export async function insertMessage(trx: Tx, message: Required<NewMessage>) {
