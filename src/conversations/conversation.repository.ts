@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
-import { prepared } from '../db/prepared.ts';
+import { allColumns, prepared } from '../db/prepared.ts';
 import { cappedCount } from '../db/paginate.ts';
 import type { BotState, ConversationStatus, ConversationsTable, DB, Priority } from '../db/schema.ts';
 
@@ -27,7 +27,7 @@ const satisfaction = () =>
  * Every column of conversations, by name: a prepared statement that names its columns keeps its answer's
  * shape when a migration adds one, so PostgreSQL may keep it prepared (src/db/prepared.ts).
  */
-const CONVERSATION_COLUMNS = [
+const CONVERSATION_COLUMNS = allColumns<ConversationsTable>()([
   'id',
   'tenant_id',
   'status',
@@ -48,10 +48,7 @@ const CONVERSATION_COLUMNS = [
   'message_count',
   'bot_id',
   'last_visitor_message_at',
-] as const satisfies readonly (keyof ConversationsTable)[];
-// The compiler refuses a column of the table left out of the list.
-const allConversationColumns: Exclude<keyof ConversationsTable, (typeof CONVERSATION_COLUMNS)[number]> extends never ? true : never = true;
-void allConversationColumns;
+]);
 
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
 

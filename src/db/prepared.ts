@@ -37,6 +37,15 @@ export function prepared<P extends Record<string, unknown>, O>(build: (db: Kysel
   };
 }
 
+/**
+ * A table's columns, every one of them, for a statement that names its columns (below): the compiler
+ * refuses a list that leaves one out. `allColumns<MessagesTable>()(['id', ...])`.
+ */
+export const allColumns =
+  <T>() =>
+  <const L extends readonly (keyof T)[]>(list: L & (Exclude<keyof T, L[number]> extends never ? unknown : never)): L =>
+    list;
+
 const PLACEHOLDER = Symbol('placeholder');
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { dbAgo } from '../db/clock.ts';
 import type { Tx } from '../db/database.ts';
-import { prepared } from '../db/prepared.ts';
+import { allColumns, prepared } from '../db/prepared.ts';
 import type { Insertable } from 'kysely';
 import type { MessagesTable } from '../db/schema.ts';
 
@@ -13,7 +13,7 @@ export type NewMessage = Omit<Insertable<MessagesTable>, 'attachments' | 'create
 };
 
 /** Every column of messages, by name (a prepared statement's answer keeps its shape: src/db/prepared.ts). */
-const MESSAGE_COLUMNS = [
+const MESSAGE_COLUMNS = allColumns<MessagesTable>()([
   'id',
   'tenant_id',
   'conversation_id',
@@ -26,10 +26,7 @@ const MESSAGE_COLUMNS = [
   'created_at',
   'sender_name',
   'sender_avatar_url',
-] as const satisfies readonly (keyof MessagesTable)[];
-// The compiler refuses a column of the table left out of the list.
-const allMessageColumns: Exclude<keyof MessagesTable, (typeof MESSAGE_COLUMNS)[number]> extends never ? true : never = true;
-void allMessageColumns;
+]);
 
 const insertMessageStatement = prepared((db, p: Omit<Required<NewMessage>, 'attachments'> & { attachments: string }) =>
   db
