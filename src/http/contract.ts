@@ -109,10 +109,12 @@ export type Handlers = { [K in OperationId]: Handler<K> };
 
 export const principalOf = (res: Response): Principal | undefined => res.locals.principal as Principal | undefined;
 
-// Registers every operation of the contract on the router, at the path the contract gives it.
 /** What the validator found the request to be: its operation, and the path's parameters as it read them. */
 const operationOf = (req: Request) =>
   (req as { openapi?: { schema: { operationId?: string }; pathParams: Record<string, string> } }).openapi;
+
+// Puts every operation of the contract on the router: a request goes to the handler of the operation the
+// validator matched it to; one no operation matched goes on (to the 404).
 
 export function mountOperations(router: Router, contract: Contract, handlers: Handlers): void {
   const known = new Set<string>(contract.operations.map((o) => o.operationId));
