@@ -13,6 +13,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { startProcess } from './support.ts';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);
@@ -190,6 +191,21 @@ const pct = (p: number) => lags[Math.min(lags.length - 1, Math.floor((p / 100) *
 await service.stop();
 receiver.close();
 
+// How many of the deliveries' row updates (claims and outcomes, the whole run) stayed in their page and
+// touched no index (HOT): the claims can, with room left in the pages (migration claim-room). Read once the
+// service has stopped: a backend reports its table statistics when it ends.
+let hotShare: number | undefined;
+if (process.env.DATABASE_URL) {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  const { rows } = await client.query<{ upd: string; hot: string }>(
+    "select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'webhook_deliveries'",
+  );
+  await client.end();
+  const [upd, hot] = [Number(rows[0]?.upd ?? 0), Number(rows[0]?.hot ?? 0)];
+  if (upd > 0) hotShare = Number((hot / upd).toFixed(2));
+}
+
 const results = {
   database: process.env.DATABASE_URL ? 'postgres' : 'pglite',
   backlog: BACKLOG,
@@ -210,6 +226,7 @@ const results = {
   lag_p50_ms: Math.round(pct(50)),
   lag_p99_ms: Math.round(pct(99)),
   lag_max_ms: Math.round(lags.at(-1)!),
+  delivery_updates_hot_share: hotShare ?? null,
 };
 console.log('\nWebhook delivery benchmark');
 console.table({
@@ -227,6 +244,7 @@ console.table({
   'commit-to-delivery lag p50, ms': results.lag_p50_ms,
   'commit-to-delivery lag p99, ms (goal < 500)': results.lag_p99_ms,
   'lag max, ms': results.lag_max_ms,
+  'share of delivery row updates that were HOT (PostgreSQL; the claims can be)': results.delivery_updates_hot_share ?? '-',
   'lag run: delivered / sent': `${results.lag_delivered} / ${results.lag_messages}`,
 });
 const out = new URL('./webhooks.results.json', import.meta.url);

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
-import { allColumns, prepared } from '../db/prepared.ts';
+import { allColumns, prepared, preparedShapes } from '../db/prepared.ts';
 import { cappedCount } from '../db/paginate.ts';
 import type { BotState, ConversationStatus, ConversationsTable, DB, Priority } from '../db/schema.ts';
 
@@ -113,28 +113,21 @@ export async function updateConversation(
   /** A message others will see as unread was added: its counter goes up in the same statement. */
   options: { countMessage?: boolean } = {},
 ) {
-  // One statement per set of columns changed (a handful, each a call site's): compiled at its first use.
   const columns = (Object.keys(changes) as (keyof typeof changes)[]).filter((c) => changes[c] !== undefined).sort();
-  const shape = `${columns.join(',')}${options.countMessage ? ',+message_count' : ''}`;
-  let update = updates.get(shape);
-  if (!update) {
-    const counted = options.countMessage;
-    update = prepared((db, p: Record<string, unknown>) =>
-      db
-        .updateTable('conversations')
-        .set({
-          ...(Object.fromEntries(columns.map((c) => [c, p[c]])) as typeof changes),
-          updated_at: p.updated_at as Date,
-          ...(counted ? { message_count: sql<number>`message_count + 1` } : {}),
-        })
-        .where('id', '=', p.id as string),
-    );
-    updates.set(shape, update);
-  }
-  await update(trx, { ...changes, updated_at: now, id });
+  await updateStatements(trx, { columns, counted: !!options.countMessage }, { ...changes, updated_at: now, id });
 }
 
-const updates = new Map<string, ReturnType<typeof prepared<Record<string, unknown>, unknown>>>();
+// One statement per set of columns changed (a handful, each a call site's).
+const updateStatements = preparedShapes((db, p: Record<string, unknown>, shape: { columns: string[]; counted: boolean }) =>
+  db
+    .updateTable('conversations')
+    .set({
+      ...(Object.fromEntries(shape.columns.map((c) => [c, p[c]])) as Record<string, never>),
+      updated_at: p.updated_at as Date,
+      ...(shape.counted ? { message_count: sql<number>`message_count + 1` } : {}),
+    })
+    .where('id', '=', p.id as string),
+);
 
 export interface ConversationFilters {
   status?: ConversationStatus;
@@ -187,13 +180,7 @@ export async function listConversations(
     counted: counted ? { status: !!counted.status, assignee: counted.assignedUserId !== undefined, department: !!counted.departmentId } : null,
     after: !!page.after,
   };
-  const key = JSON.stringify(shape);
-  let statement = listStatements.get(key);
-  if (!statement) {
-    statement = prepared((db, p: ListParams) => listQuery(db, p, shape));
-    listStatements.set(key, statement);
-  }
-  const { rows } = await statement(trx, {
+  const { rows } = await listStatements(trx, shape, {
     readerId,
     status: filters.status ?? null,
     assignee: filters.assignedUserId ?? null,
@@ -203,7 +190,7 @@ export async function listConversations(
     contact: filters.contactId ?? null,
     pattern: containing(filters.q) ?? null,
     countedStatus: counted?.status ?? null,
-    // The counter rows key "no one" as ''.
+    // The counter rows key "no one" as '' (as countersTotal does with a value of its own).
     countedAssignee: counted?.assignedUserId === undefined ? null : (counted.assignedUserId ?? ''),
     countedDepartment: counted?.departmentId ?? null,
     afterAt: page.after?.at ?? null,
@@ -267,17 +254,18 @@ function listQuery(db: Kysely<DB>, p: ListParams, shape: ListShape) {
     .select(unreadCount(p.readerId))
     .select(satisfaction);
   if (shape.counted) {
-    let total = db.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
-    if (shape.counted.status) total = total.where('status', '=', p.countedStatus!);
-    if (shape.counted.assignee) total = total.where('assignee_key', '=', p.countedAssignee!);
-    if (shape.counted.department) total = total.where('department_key', '=', p.countedDepartment!);
+    const total = countersTotal(db, {
+      status: value(shape.counted.status, p.countedStatus),
+      assignedUserId: value(shape.counted.assignee, p.countedAssignee),
+      departmentId: value(shape.counted.department, p.countedDepartment),
+    });
     rowsQuery = rowsQuery.select(total.as('total_count')) as unknown as typeof rowsQuery;
   }
   if (shape.after) rowsQuery = rowsQuery.where(sql<boolean>`(last_activity_at, id) < (${p.afterAt}, ${p.afterId})`);
   return rowsQuery.orderBy('last_activity_at', 'desc').orderBy('id', 'desc').limit(p.limit).offset(p.offset);
 }
 
-const listStatements = new Map<string, ReturnType<typeof prepared<ListParams, ConversationRow & { total_count?: number | string | null }>>>();
+const listStatements = preparedShapes(listQuery);
 
 /** How many conversations match any filters: counted up to a cap, estimated beyond (src/db/paginate.ts). */
 export async function countConversations(trx: Tx, filters: ConversationFilters) {
@@ -288,8 +276,8 @@ export async function countConversations(trx: Tx, filters: ConversationFilters) 
 /** The filters the counter rows (conversation_counts) answer, in any combination. */
 export type CountedFilters = Pick<ConversationFilters, 'status' | 'assignedUserId' | 'departmentId'>;
 
-function countersTotal(trx: Tx, filters: CountedFilters) {
-  let query = trx.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
+function countersTotal(db: Kysely<DB>, filters: CountedFilters) {
+  let query = db.selectFrom('conversation_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), sql<number>`0`).as('total'));
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.assignedUserId !== undefined) query = query.where('assignee_key', '=', filters.assignedUserId ?? '');
   if (filters.departmentId) query = query.where('department_key', '=', filters.departmentId);
