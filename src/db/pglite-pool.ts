@@ -7,6 +7,9 @@ import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kyse
  */
 const MAX_PREPARED = 256;
 
+/** Names are the process's, not a pool's: two pools over one PGlite instance never take the same. */
+let named = 0;
+
 interface PreparedStatement {
   name: string;
   /** The parameters' type OIDs, as the server inferred them: each value is serialised for its type. */
@@ -24,13 +27,14 @@ export class PGlitePool implements PostgresPool {
   readonly #prepared = new Map<string, PreparedStatement>();
   /** Names of statements let go, closed on the server with the next statement sent. */
   #closing: string[] = [];
-  #named = 0;
   readonly #prepare: boolean;
+  readonly #maxPrepared: number;
 
   /** `prepare`: statements with parameters are parsed and planned once, then run by name (see #run). */
-  constructor(db: PGlite, options: { prepare?: boolean } = {}) {
+  constructor(db: PGlite, options: { prepare?: boolean; maxPrepared?: number } = {}) {
     this.#db = db;
     this.#prepare = options.prepare ?? true;
+    this.#maxPrepared = options.maxPrepared ?? MAX_PREPARED;
   }
 
   /** One connection: in use or idle, and how many wait for it. */
@@ -109,12 +113,12 @@ export class PGlitePool implements PostgresPool {
   }
 
   async #parse(sqlText: string): Promise<PreparedStatement> {
-    const name = `pglite_${++this.#named}`;
+    const name = `pglite_${++named}`;
     const messages = await this.#db.execProtocolStream(this.#messages(protocol.serialize.parse({ name, text: sqlText }), protocol.serialize.describe({ type: 'S', name })), {
       syncToFs: false,
     });
     const statement = { name, types: parse.parseDescribeStatementResults(messages) };
-    while (this.#prepared.size >= MAX_PREPARED) this.#forget(this.#prepared.keys().next().value!);
+    while (this.#prepared.size >= this.#maxPrepared) this.#forget(this.#prepared.keys().next().value!);
     return statement;
   }
 

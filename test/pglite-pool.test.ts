@@ -1,0 +1,82 @@
+import { PGlite } from '@electric-sql/pglite';
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { PGlitePool } from '../src/db/pglite-pool.ts';
+
+// The embedded database runs statements with parameters by name (src/db/pglite-pool.ts): these hold that
+// the answers are PGlite's own, that statements are kept within a bound, and that a stale one recovers.
+describe('PGlite statements run by name', () => {
+  let db: PGlite;
+  before(async () => {
+    db = await PGlite.create();
+    await db.exec('create table probe (id integer primary key, v varchar(10))');
+    await db.query('insert into probe values (1, $1)', ['a']);
+  });
+  after(() => db.close());
+
+  const run = async (pool: PGlitePool, text: string, params: unknown[]) => {
+    const client = await pool.connect();
+    try {
+      return await client.query<Record<string, unknown>>(text, params);
+    } finally {
+      client.release();
+    }
+  };
+  const preparedNow = async () => (await db.query<{ statement: string }>('select statement from pg_prepared_statements order by prepare_time')).rows.map((r) => r.statement);
+
+  it("answers what PGlite's own query answers, for every kind of value, and prepares the statement once", async () => {
+    const pool = new PGlitePool(db);
+    const text = `select $1::text as text, $2::integer as n, $3::jsonb as doc, $4::text[] as list, $5::timestamptz as at, $6::boolean as yes,
+      $7::text as maybe, $8::bigint as big, (select v from probe where id = $9) as v, $1 || '|' || $2 as twice`;
+    let answered = 0;
+    const text0 = fc.string().filter((s) => !s.includes('\u0000'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(
+          text0,
+          fc.integer(),
+          // As Kysely passes JSON: already a string.
+          fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)).filter((s) => !s.includes('\\u0000')),
+          fc.array(text0, { maxLength: 4 }),
+          fc.date({ min: new Date('1970-01-01'), max: new Date('2200-01-01'), noInvalidDate: true }),
+          fc.boolean(),
+          fc.option(text0, { nil: null }),
+          fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+          fc.constantFrom(1, 2),
+        ),
+        async (values) => {
+          // A value its type refuses (a string that is no JSON) is refused alike.
+          const outcome = (p: Promise<{ rows: unknown[] }>) => p.then((r) => r.rows, (err: { code?: string; message?: string }) => ({ code: err.code, message: err.message }));
+          const named = await outcome(run(pool, text, values));
+          expect(named).to.deep.equal(await outcome(db.query(text, values)));
+          if (Array.isArray(named)) answered++;
+        },
+      ),
+      { numRuns: 100 },
+    );
+    expect(answered, 'runs that answered rows').to.be.greaterThan(90);
+    expect((await preparedNow()).filter((s) => s === text)).to.have.length(1);
+  });
+
+  it('keeps at most its bound of statements, letting go of the least recently used, which comes back when needed', async () => {
+    const pool = new PGlitePool(db, { maxPrepared: 3 });
+    const before = await preparedNow();
+    const statement = (i: number) => `select v, ${i} as k from probe where id = $1`;
+    for (const i of [1, 2, 3, 1, 4, 5]) expect((await run(pool, statement(i), [1])).rows).to.deep.equal([{ v: 'a', k: i }]);
+    // 2 and 3 were the least recently used when 4 and 5 came.
+    expect((await preparedNow()).filter((s) => !before.includes(s))).to.have.members([statement(1), statement(4), statement(5)]);
+    expect((await run(pool, statement(2), [1])).rows).to.deep.equal([{ v: 'a', k: 2 }]);
+    expect((await preparedNow()).filter((s) => !before.includes(s))).to.have.members([statement(4), statement(5), statement(2)]);
+  });
+
+  it("a statement whose answer changed type fails once, and is prepared anew", async () => {
+    const pool = new PGlitePool(db);
+    const text = 'select id, v from probe where id = $1';
+    expect((await run(pool, text, [1])).rows).to.deep.equal([{ id: 1, v: 'a' }]);
+    await db.exec('alter table probe alter column v type text');
+    const failed = await run(pool, text, [1]).then(() => undefined, (err: { code?: string }) => err);
+    expect(failed, 'the one run that meets the stale statement').to.have.property('code', '0A000');
+    expect((await run(pool, text, [1])).rows).to.deep.equal([{ id: 1, v: 'a' }]);
+    expect((await run(pool, text, [1])).rows).to.deep.equal([{ id: 1, v: 'a' }]);
+  });
+});
