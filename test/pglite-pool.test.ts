@@ -1,7 +1,11 @@
 import { PGlite } from '@electric-sql/pglite';
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { sql } from 'kysely';
+import { findConversation } from '../src/conversations/conversation.repository.ts';
 import { PGlitePool } from '../src/db/pglite-pool.ts';
+import { createConversation, createTenant } from './support/factories.ts';
+import { getHarness } from './support/harness.ts';
 
 // The embedded database runs statements with parameters by name (src/db/pglite-pool.ts): these hold that
 // the answers are PGlite's own, that statements are kept within a bound, and that a stale one recovers.
@@ -25,7 +29,7 @@ describe('PGlite statements run by name', () => {
   const preparedNow = async () => (await db.query<{ statement: string }>('select statement from pg_prepared_statements order by prepare_time')).rows.map((r) => r.statement);
 
   it("answers what PGlite's own query answers, for every kind of value, and prepares the statement once", async () => {
-    const pool = new PGlitePool(db);
+    const pool = new PGlitePool(db, { prepare: () => true });
     const text = `select $1::text as text, $2::integer as n, $3::jsonb as doc, $4::text[] as list, $5::timestamptz as at, $6::boolean as yes,
       $7::text as maybe, $8::bigint as big, (select v from probe where id = $9) as v, $1 || '|' || $2 as twice`;
     let answered = 0;
@@ -59,7 +63,7 @@ describe('PGlite statements run by name', () => {
   });
 
   it('keeps at most its bound of statements, letting go of the least recently used, which comes back when needed', async () => {
-    const pool = new PGlitePool(db, { maxPrepared: 3 });
+    const pool = new PGlitePool(db, { prepare: () => true, maxPrepared: 3 });
     const before = await preparedNow();
     const statement = (i: number) => `select v, ${i} as k from probe where id = $1`;
     for (const i of [1, 2, 3, 1, 4, 5]) expect((await run(pool, statement(i), [1])).rows).to.deep.equal([{ v: 'a', k: i }]);
@@ -70,7 +74,7 @@ describe('PGlite statements run by name', () => {
   });
 
   it("a statement whose answer changed type fails once, and is prepared anew", async () => {
-    const pool = new PGlitePool(db);
+    const pool = new PGlitePool(db, { prepare: () => true });
     const text = 'select id, v from probe where id = $1';
     expect((await run(pool, text, [1])).rows).to.deep.equal([{ id: 1, v: 'a' }]);
     await db.exec('alter table probe alter column v type text');
@@ -78,5 +82,19 @@ describe('PGlite statements run by name', () => {
     expect(failed, 'the one run that meets the stale statement').to.have.property('code', '0A000');
     expect((await run(pool, text, [1])).rows).to.deep.equal([{ id: 1, v: 'a' }]);
     expect((await run(pool, text, [1])).rows).to.deep.equal([{ id: 1, v: 'a' }]);
+  });
+
+  it("the app's hot statements, and only those, run by name on the embedded database", async function () {
+    const { database } = await getHarness();
+    if (database.kind !== 'pglite') this.skip();
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const statements = await database.withTenant(t.tenantId, async (trx) => {
+      await findConversation(trx, c.id, t.owner.userId);
+      await sql`select ${'not a hot statement'}::text as probe`.execute(trx);
+      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)).rows.map((r) => r.statement);
+    });
+    expect(statements.filter((s) => s.includes('from "conversations"') && s.includes('"unread_count"') && /where "id" = \$\d+$/.test(s)), 'the conversation read').to.have.length(1);
+    expect(statements.filter((s) => s.includes('as probe'))).to.deep.equal([]);
   });
 });
