@@ -41,6 +41,7 @@ export class PGlitePool implements PostgresPool {
     this.#db = db;
     this.#prepare = options.prepare ?? ((sql) => statementName(sql) !== undefined);
     this.#maxPrepared = options.maxPrepared ?? MAX_PREPARED;
+    if (!(this.#maxPrepared >= 1)) throw new Error('PGlitePool: maxPrepared must be at least 1');
   }
 
   /** One connection: in use or idle, and how many wait for it. */
@@ -87,7 +88,8 @@ export class PGlitePool implements PostgresPool {
    */
   async #run<R>(sqlText: string, parameters: readonly unknown[]): Promise<Results<R>> {
     const db = this.#db;
-    await db.waitReady;
+    // Refuses a database closing or closed, as PGlite's own query does.
+    await db._checkReady();
     return db._runExclusiveTransaction(() =>
       db._runExclusiveQuery(async () => {
         const statement = this.#prepared.get(sqlText) ?? (await this.#parse(sqlText));
@@ -99,19 +101,20 @@ export class PGlitePool implements PostgresPool {
           const serialize = db.serializers[statement.types[i]!];
           return serialize ? serialize(value) : String(value);
         });
+        let messages;
         try {
-          const messages = await db.execProtocolStream(
+          messages = await db.execProtocolStream(
             this.#messages(protocol.serialize.bind({ statement: statement.name, values }), protocol.serialize.describe({ type: 'P' }), protocol.serialize.execute({})),
             { syncToFs: false },
           );
-          return parse.parseResults(messages, db.parsers)[0] as Results<R>;
         } catch (err) {
           const code = (err as { code?: string }).code;
           if (code === '0A000' || code === '26000') this.#forget(sqlText);
           throw err;
-        } finally {
-          await db.syncToFs();
         }
+        // As query: after a statement that succeeded (an error's code must reach the caller as it is).
+        await db.syncToFs();
+        return parse.parseResults(messages, db.parsers)[0] as Results<R>;
       }),
     );
   }
