@@ -7,7 +7,7 @@
 // server is a process of its own. Figures go to scripts/bench/results/conversations.json.
 //
 //   DATABASE_URL=postgres://user@127.0.0.1:5432/db npm run bench:conversations
-//   BENCH_SIZES=10000,1000000 BENCH_SECONDS=10 BENCH_CONNECTIONS=10 ...
+//   BENCH_SIZES=10000,1000000 BENCH_SECONDS=10 BENCH_CONNECTIONS=10 BENCH_ENDPOINTS=list,listOpen,get,post ...
 import { writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +51,9 @@ const ENDPOINTS: Record<Endpoint, string> = {
 };
 const LIST_PATH = '/api/v1/conversations?limit=20';
 const LIST_OPEN_PATH = '/api/v1/conversations?status=open&limit=20';
+// In this order (sends last: they add messages, and every server should read the same data).
+const endpoints = (process.env.BENCH_ENDPOINTS ?? 'list,listOpen,get,post').split(',') as Endpoint[];
+for (const e of endpoints) if (!(e in ENDPOINTS)) throw new Error(`BENCH_ENDPOINTS: no endpoint ${e} (list, listOpen, get, post)`);
 
 function load(endpoint: Endpoint, url: string, token: string, conversationIds: string[], duration = seconds) {
   const run = (opts: autocannon.Options) => autocannon({ connections, duration, ...opts });
@@ -123,7 +126,7 @@ for (const size of sizes) {
   ];
   const label = size >= 1_000_000 ? `${size / 1_000_000}M` : `${size / 1000}k`;
   console.log(`(${label}: seeded in ${(seedMs / 1000).toFixed(1)} s)`);
-  for (const endpoint of ['list', 'listOpen', 'get', 'post'] as const) {
+  for (const endpoint of endpoints) {
     // Each server's own CPU per answered request (the servers take turns, so the time is its own).
     const cpuPerRequest = new Map<string, number>();
     const firstRequestMs = new Map<string, number>();

@@ -4,8 +4,11 @@
 // the service's V8 profile. The machine's speed wanders, so compare runs made back to back.
 //
 //   DATABASE_URL=postgres://... npm run bench:probe
-//   PROBE_ENDPOINTS=get,list,post PROBE_SECONDS=4 PROBE_ENV='{"LOG_LEVEL":"info"}' npm run bench:probe
+//   PROBE_SEED=10000 PROBE_ENDPOINTS=get,list,status,post PROBE_SECONDS=4 PROBE_ENV='{"LOG_LEVEL":"info"}' npm run bench:probe
 import autocannon from 'autocannon';
+import { tmpdir } from 'node:os';
+import { openDatabase } from '../../src/db/database.ts';
+import { seedConversations } from './seed-conversations.ts';
 import { startProcess } from './support.ts';
 
 const service = await startProcess('src/server.ts', {
@@ -20,7 +23,15 @@ const headers = (token?: string) => ({ 'Content-Type': 'application/json', ...(t
 const post = async (path: string, body: unknown, token?: string) =>
   (await fetch(`${service.url}/api/v1${path}`, { method: 'POST', headers: headers(token), body: JSON.stringify(body) }).then((r) => r.json())) as Record<string, any>;
 
-const token = (await post('/auth/register', { email: `probe-${Date.now()}@example.test`, password: 'benchmark password', name: 'Probe' })).access_token as string;
+const registered = await post('/auth/register', { email: `probe-${Date.now()}@example.test`, password: 'benchmark password', name: 'Probe' });
+const token = registered.access_token as string;
+// PROBE_SEED=n (PostgreSQL): n more conversations as bench:conversations seeds them, a third of them closed.
+if (Number(process.env.PROBE_SEED ?? 0) > 0) {
+  if (!process.env.DATABASE_URL) throw new Error('PROBE_SEED needs DATABASE_URL');
+  const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: tmpdir(), poolMax: 2 });
+  await seedConversations(database, registered.tenant.id as string, Number(process.env.PROBE_SEED));
+  await database.close();
+}
 const contact = await post('/contacts', { name: 'Probe contact' }, token);
 // Sends go round 30 conversations: one would make them wait for each other's lock.
 const conversations: string[] = [];
@@ -29,6 +40,7 @@ let next = 0;
 const endpoints: Record<string, autocannon.Options> = {
   get: { url: `${service.url}/api/v1/conversations/${conversations[0]}`, headers: headers(token) },
   list: { url: `${service.url}/api/v1/conversations?limit=20`, headers: headers(token) },
+  status: { url: `${service.url}/api/v1/conversations?status=open&limit=20`, headers: headers(token) },
   post: {
     url: service.url,
     requests: [
@@ -44,7 +56,7 @@ const endpoints: Record<string, autocannon.Options> = {
 try {
   for (const name of (process.env.PROBE_ENDPOINTS ?? 'get,list,post').split(',')) {
     const options = endpoints[name];
-    if (!options) throw new Error(`no endpoint ${name}: get, list or post`);
+    if (!options) throw new Error(`no endpoint ${name}: get, list, status or post`);
     await autocannon({ ...options, connections: 10, duration: 1 });
     const before = service.cpuSeconds();
     const result = await autocannon({ ...options, connections: 10, duration: Number(process.env.PROBE_SECONDS ?? 4) });

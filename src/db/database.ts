@@ -111,7 +111,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   try {
     if (dataDir && options.template) await seedFromTemplate(dataDir);
     const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
-    const pool = new PGlitePool(pglite);
+    const pool = new PGlitePool(pglite, options.namedStatements === false ? { prepare: () => false } : {});
     const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
     // Kysely ends its pool only if it ever connected: PGlite is closed here too, so a database opened
     // and closed unused does not stay open under its data directory (and its lock).
