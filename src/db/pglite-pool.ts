@@ -81,10 +81,10 @@ export class PGlitePool implements PostgresPool {
 
   /**
    * Runs a statement with parameters under a name, as PGlite's own query does it otherwise: its query sends
-   * Parse, Describe and Bind, Describe and Execute, and Sync as five calls into the engine, and the engine
-   * parses and plans the statement every time. A conversation read took 154 to 174 µs that way, 38 to 42 by
-   * name. The values are serialised and the rows parsed by PGlite's own serializers and parsers, as query
-   * does. One that no longer fits (a column's type changed under it) fails once and is prepared anew.
+   * Parse, Describe, Bind, Describe, Execute and Sync as six calls into the engine, and the engine
+   * parses and plans the statement every time (a GET of one conversation: 936 to 1,021 µs of the service's
+   * CPU, 603 to 653 by name, bench:probe). The values are serialised and the rows parsed by PGlite's own
+   * serializers and parsers, as query does. One that no longer fits (a column's type changed under it) fails once and is prepared anew.
    */
   async #run<R>(sqlText: string, parameters: readonly unknown[]): Promise<Results<R>> {
     const db = this.#db;
