@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { EVENT_WRITER_LOCK, type Tx } from '../db/database.ts';
+import { preparedShapes } from '../db/prepared.ts';
 import type { EventPayloads, EventType } from './outbox.ts';
 
 /**
@@ -95,9 +96,45 @@ export async function readFeed(
   options: { tenantId?: string; after: FeedPosition; upTo?: FeedPosition; limit: number; serial?: boolean },
 ): Promise<FeedPage> {
   const { after, upTo } = options;
-  const ready =
-    upTo || options.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(options.tenantId)})::xid8`;
-  let query = trx
+  const shape: FeedShape = { tenant: options.tenantId !== undefined, upTo: !!upTo, serial: !!options.serial };
+  const { rows } = await feedStatements(trx, shape, {
+    afterTxid: after.txid,
+    afterPosition: after.position,
+    tenantId: options.tenantId ?? null,
+    upToTxid: upTo?.txid ?? null,
+    upToPosition: upTo?.position ?? null,
+    limit: options.limit,
+  });
+  const page: FeedRow[] = [];
+  for (const { txid_text, ready: isReady, ...row } of rows) {
+    if (!isReady) break;
+    page.push({ ...row, txid: txid_text, position: Number(row.position) } as FeedRow);
+  }
+  return { rows: page, heldBack: page.length < rows.length };
+}
+
+interface FeedShape {
+  tenant: boolean;
+  upTo: boolean;
+  serial: boolean;
+}
+
+type FeedParams = {
+  afterTxid: string;
+  afterPosition: number;
+  tenantId: string | null;
+  upToTxid: string | null;
+  upToPosition: number | null;
+  limit: number;
+};
+
+/**
+ * The feed read, compiled once per shape (src/db/prepared.ts): every socket stream, the events feed and the
+ * dispatchers read through it after each commit, and by name it is planned once per connection.
+ */
+const feedStatements = preparedShapes((db, p: FeedParams, shape: FeedShape) => {
+  const ready = shape.upTo || shape.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(shape.tenant ? p.tenantId! : undefined)})::xid8`;
+  let query = db
     .selectFrom('events')
     .select([
       'id',
@@ -114,17 +151,11 @@ export async function readFeed(
       sql<string>`events.txid::text`.as('txid_text'),
       ready.as('ready'),
     ])
-    .where(sql<boolean>`(events.txid, events.position) > (${after.txid}::xid8, ${after.position}::bigint)`);
-  if (options.tenantId !== undefined) query = query.where('tenant_id', '=', options.tenantId);
-  if (upTo) query = query.where(sql<boolean>`(events.txid, events.position) <= (${upTo.txid}::xid8, ${upTo.position}::bigint)`);
-  const rows = await query.orderBy(sql`events.txid`).orderBy(sql`events.position`).limit(options.limit).execute();
-  const page: FeedRow[] = [];
-  for (const { txid_text, ready: isReady, ...row } of rows) {
-    if (!isReady) break;
-    page.push({ ...row, txid: txid_text, position: Number(row.position) } as FeedRow);
-  }
-  return { rows: page, heldBack: page.length < rows.length };
-}
+    .where(sql<boolean>`(events.txid, events.position) > (${p.afterTxid}::xid8, ${p.afterPosition}::bigint)`);
+  if (shape.tenant) query = query.where('tenant_id', '=', p.tenantId!);
+  if (shape.upTo) query = query.where(sql<boolean>`(events.txid, events.position) <= (${p.upToTxid}::xid8, ${p.upToPosition}::bigint)`);
+  return query.orderBy(sql`events.txid`).orderBy(sql`events.position`).limit(p.limit);
+});
 
 /** The last position no running writer can precede: a new reader that starts here misses nothing after it. */
 export async function feedHead(trx: Tx, tenantId?: string, options: { serial?: boolean } = {}): Promise<FeedPosition> {
