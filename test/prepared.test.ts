@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { type Kysely, sql } from 'kysely';
 import { openDatabase } from '../src/db/database.ts';
-import { namesItsColumns, prepared } from '../src/db/prepared.ts';
+import { namesItsColumns, prepared, preparedShapes, statementName } from '../src/db/prepared.ts';
 import type { DB } from '../src/db/schema.ts';
 import { findConversation } from '../src/conversations/conversation.repository.ts';
 import { createConversation, createTenant } from './support/factories.ts';
@@ -116,6 +116,17 @@ describe('prepared statements', () => {
       await sql.raw(`drop table if exists ${table}`).execute(own.db);
       await own.close();
     }
+  });
+
+  it('a query of many shapes names only as many as it may, so the shapes callers choose cannot take every name', async () => {
+    const { database } = await getHarness();
+    // A marker of this run: the names are the process's, and another run of this test must not have compiled these.
+    const marker = Math.floor(Math.random() * 1e9);
+    const query = (db: Kysely<DB>, k: number) => db.selectNoFrom([sql.raw<number>(`${marker + k}`).as('k'), sql<number>`${marker}::integer`.as('m')]);
+    const shapes = preparedShapes((db, _p: Record<string, never>, shape: { k: number }) => query(db, shape.k), { names: 2 });
+    for (const k of [1, 2, 3, 1]) expect((await database.asSystem((trx) => shapes(trx, { k }, {}))).rows).to.deep.equal([{ k: marker + k, m: marker }]);
+    const named = [1, 2, 3].map((k) => statementName(query(database.db, k).compile().sql) !== undefined);
+    expect(named).to.deep.equal([true, true, false]);
   });
 
   it('only a statement that names its columns may be kept by name: every form of * is refused, count(*) is not', async () => {

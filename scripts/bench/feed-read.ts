@@ -12,8 +12,10 @@ import { sql } from 'kysely';
 import { openDatabase } from '../../src/db/database.ts';
 import { FEED_START, readFeed } from '../../src/events/feed.repository.ts';
 
-if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is required');
-const reads = Number(process.env.BENCH_READS ?? 2000);
+if (!/^postgres(ql)?:/.test(process.env.DATABASE_URL ?? '')) throw new Error('DATABASE_URL must name a PostgreSQL database');
+// Four turns each; CPU is read in 10 ms ticks, so a turn should last well over that (2,000 reads: about 40 ms named).
+const reads = Math.max(4, Math.round(Number(process.env.BENCH_READS ?? 2000) / 4) * 4);
+if (!Number.isFinite(reads)) throw new Error('BENCH_READS must be a number');
 const cpuOf = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;

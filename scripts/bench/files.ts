@@ -86,6 +86,9 @@ async function register(base: string): Promise<string> {
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
+if (process.env.BENCH_PGLITE !== undefined && !['dir', 'memory'].includes(process.env.BENCH_PGLITE)) throw new Error('BENCH_PGLITE: dir or memory');
+const pgliteInDirectory = process.env.BENCH_PGLITE === 'dir';
+
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await fn();
@@ -101,7 +104,7 @@ async function runBackend(backend: 'local' | 's3', dir: string, env: Record<stri
     // memory, one run in three or four read an RSS growth of 340 MiB: 339 MiB of regions held since the
     // start (128, 164 and 47 MiB) were given back during the run, after a new region of 154 MiB had come
     // (sampled from /proc/<pid>/smaps), so the peak came before the low. With a data directory no run did.
-    DATABASE_URL: process.env.BENCH_PGLITE === 'dir' ? `pglite://${join(dir, `${backend}-db`)}` : 'pglite://memory',
+    DATABASE_URL: pgliteInDirectory ? `pglite://${join(dir, `${backend}-db`)}` : 'pglite://memory',
     DATA_DIR: join(dir, `${backend}-service`),
     BCRYPT_COST: '4',
     RATE_LIMIT_PER_MINUTE: '1000000',
@@ -221,5 +224,5 @@ const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!
 const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
 console.log([fmt(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n'));
 const out = new URL('./files.results.json', import.meta.url);
-await writeFile(out, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, concurrency: CONCURRENCY, file_bytes: FILE_BYTES, rows }, null, 2)}\n`);
+await writeFile(out, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, concurrency: CONCURRENCY, file_bytes: FILE_BYTES, database: pgliteInDirectory ? 'pglite, a data directory' : 'pglite, in memory', rows }, null, 2)}\n`);
 console.log(`wrote ${out.pathname}`);

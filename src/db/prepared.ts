@@ -22,10 +22,10 @@ import type { DB } from './schema.ts';
  * its value is undefined (an insert lists every column it was built with). Values pass to the driver as
  * they would from Kysely (dates, arrays, objects as JSON).
  */
-export function prepared<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>) {
+export function prepared<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>, options: { nameable?: () => boolean } = {}) {
   let statement: { compiled: CompiledQuery<O>; slots: (string | undefined)[] } | undefined;
   return (trx: Tx, params: P): Promise<QueryResult<O>> => {
-    statement ??= compile(build);
+    statement ??= compile(build, options.nameable?.() ?? true);
     const { compiled, slots } = statement;
     const parameters = compiled.parameters.map((value, i) => {
       const name = slots[i];
@@ -42,13 +42,23 @@ export function prepared<P extends Record<string, unknown>, O>(build: (db: Kysel
  * at the shape's first use. `build` may read only the shape's fields to decide the SQL, and `p` for values;
  * the shape is its own key, so everything that changes the SQL must be in it.
  */
-export function preparedShapes<S, P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P, shape: S) => Compilable<O>) {
+export function preparedShapes<S, P extends Record<string, unknown>, O>(
+  build: (db: Kysely<DB>, p: P, shape: S) => Compilable<O>,
+  /**
+   * How many of its shapes may be kept by name, the first used: a query whose shapes the callers choose
+   * (the list page's filters) would otherwise take every name there is, and the hot statements compiled
+   * after it (the feed read, at its first commit) would run unnamed for the life of the process.
+   */
+  options: { names?: number } = {},
+) {
   const statements = new Map<string, (trx: Tx, params: P) => Promise<QueryResult<O>>>();
+  let named = 0;
+  const nameable = () => (options.names === undefined || named < options.names ? (named++, true) : false);
   return (trx: Tx, shape: S, params: P): Promise<QueryResult<O>> => {
     const key = JSON.stringify(shape);
     let statement = statements.get(key);
     if (!statement) {
-      statement = prepared((db, p: P) => build(db, p, shape));
+      statement = prepared((db, p: P) => build(db, p, shape), { nameable });
       statements.set(key, statement);
     }
     return statement(trx, params);
@@ -78,8 +88,8 @@ const names = new Map<string, string>();
 /** A `*` anywhere but in `count(*)`: `select *`, `select distinct *`, `"t".*`, `returning *` (and a product). */
 const ANY_COLUMNS = /(?<!\()\*(?!\))/;
 /**
- * Names given at most: the list page alone has hundreds of possible shapes (src/conversations), each kept
- * on every connection once named. The first shapes used, the everyday ones, get the names.
+ * Names given at most, each statement kept on every connection once named. The list page alone has
+ * hundreds of possible shapes (src/conversations): only its first 16 get names (preparedShapes' `names`).
  */
 const MAX_NAMES = 64;
 
@@ -89,10 +99,10 @@ export const namesItsColumns = (sql: string): boolean => !ANY_COLUMNS.test(sql);
 /** The server-side name of a prepared statement's SQL, or undefined for any other SQL. */
 export const statementName = (sql: string): string | undefined => names.get(sql);
 
-function compile<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>) {
+function compile<P extends Record<string, unknown>, O>(build: (db: Kysely<DB>, p: P) => Compilable<O>, nameable: boolean) {
   const p = new Proxy({} as P, { get: (_, name) => ({ [PLACEHOLDER]: name }) });
   const compiled = build(compiler, p).compile();
-  if (namesItsColumns(compiled.sql) && !names.has(compiled.sql) && names.size < MAX_NAMES) names.set(compiled.sql, `chat_${names.size + 1}`);
+  if (nameable && namesItsColumns(compiled.sql) && !names.has(compiled.sql) && names.size < MAX_NAMES) names.set(compiled.sql, `chat_${names.size + 1}`);
   const slots = compiled.parameters.map((value) =>
     typeof value === 'object' && value !== null && PLACEHOLDER in value ? String((value as { [PLACEHOLDER]: string })[PLACEHOLDER]) : undefined,
   );
