@@ -69,7 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       DATA_DIR: str({ default: './data', desc: 'embedded database, dev secrets, mail and files' }),
       DATABASE_URL: postgresOrPgliteUrl({ default: undefined }),
       DATABASE_POOL_MAX: positiveInt(1, 1000)({ default: 10 }),
-      DATABASE_NAMED_STATEMENTS: bool({ default: true, desc: 'PostgreSQL: keep the hot statements prepared per connection (off behind PgBouncer in transaction mode before 1.21)' }),
+      DATABASE_NAMED_STATEMENTS: bool({ default: true, desc: 'keep the hot statements prepared, per connection on PostgreSQL and once in the embedded database (off behind PgBouncer in transaction mode before 1.21)' }),
       PGLITE_TEMPLATE: bool({ default: true, desc: 'an empty embedded database starts as a copy of the template built at install (npm run pglite:template)' }),
       REDIS_URL: url({ default: undefined }),
       JWT_SECRET: str({ default: '', desc: 'HS256 key for access tokens; required in production' }),

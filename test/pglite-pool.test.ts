@@ -3,6 +3,8 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { findConversation } from '../src/conversations/conversation.repository.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { prepared } from '../src/db/prepared.ts';
 import { PGlitePool } from '../src/db/pglite-pool.ts';
 import { createConversation, createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
@@ -113,5 +115,20 @@ describe('PGlite statements run by name', () => {
     });
     expect(statements.filter((s) => s.includes('from "conversations"') && s.includes('"unread_count"') && /where "id" = \$\d+$/.test(s)), 'the conversation read').to.have.length(1);
     expect(statements.filter((s) => s.includes('as probe'))).to.deep.equal([]);
+  });
+
+  it('DATABASE_NAMED_STATEMENTS=false runs every statement unnamed on the embedded database too', async () => {
+    const statement = prepared((db, p: { n: number }) => db.selectNoFrom(sql<number>`${p.n}::integer + 1`.as('next')));
+    const namedNow = async (named: boolean) => {
+      const database = await openDatabase({ databaseUrl: 'pglite://memory', dataDir: '.', poolMax: 1, namedStatements: named });
+      try {
+        expect((await statement(database.db as never, { n: 41 })).rows).to.deep.equal([{ next: 42 }]);
+        return (await sql<{ n: number }>`select count(*)::integer as n from pg_prepared_statements`.execute(database.db)).rows[0]!.n;
+      } finally {
+        await database.close();
+      }
+    };
+    expect(await namedNow(true), 'named by default').to.equal(1);
+    expect(await namedNow(false)).to.equal(0);
   });
 });

@@ -52,8 +52,9 @@ export interface DatabaseOptions {
   /** An empty PGlite data directory starts as a copy of the template, when there is one (src/db/pglite-template.ts). */
   template?: boolean;
   /**
-   * PostgreSQL: send the prepared statements under their names (the default). Off for a pooler that
-   * cannot keep a connection's named statements (PgBouncer in transaction mode before 1.21).
+   * Run the prepared statements under their names (the default): per connection on PostgreSQL, once in
+   * PGlite (src/db/pglite-pool.ts). Off for a pooler that cannot keep a connection's named statements
+   * (PgBouncer in transaction mode before 1.21).
    */
   namedStatements?: boolean;
 }

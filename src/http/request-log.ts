@@ -24,8 +24,8 @@ export interface RequestLogOptions {
  * completed"), at info, warn for 4xx, error for 5xx. Written by hand because pino-http builds a child
  * logger per request, serialising the request's headers through the redaction, before it knows whether a
  * line will be written, at a LOG_LEVEL that writes none as much as at one that does: without any request
- * logging a GET took 110 µs less of its 700 (npm run bench:probe, on a build without the logger). Here the line is built only when its
- * level is enabled.
+ * logging a GET took 110 µs less of its 700 (npm run bench:probe, on a build without the logger). Here the
+ * line is built only when its level is enabled.
  */
 export function requestLog(logger: Logger, options: RequestLogOptions): RequestHandler {
   // Credentials never reach the logs.
