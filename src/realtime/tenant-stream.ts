@@ -2,6 +2,7 @@ import type { Database } from '../db/database.ts';
 import { type FeedPage, type FeedPosition, type FeedRow, feedHead, positionOfEvent, readFeed } from '../events/feed.repository.ts';
 import { type Connection, deliverOrBuffer, flushBacklog, send } from './connection.ts';
 import { frameFor } from './views.ts';
+import type { OutgoingFrame } from './wire.ts';
 
 const BATCH = 500;
 /** Committed events held back by an event writer still running: how soon to look again. */
@@ -25,7 +26,7 @@ const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: 
 /** Delivers a batch to sockets: each event serialised once per view. */
 function deliver(ctx: StreamContext, connections: Iterable<Connection>, rows: FeedRow[]): void {
   for (const row of rows) {
-    const views = new Map<string, Buffer | null>();
+    const views = new Map<string, OutgoingFrame | null>();
     const frames: Partial<Record<Connection['audience']['kind'], number>> = {};
     for (const conn of connections) {
       const frame = frameFor(conn, row, views);
