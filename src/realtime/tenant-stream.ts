@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.ts';
+import type { FeedHandoff } from '../events/outbox.ts';
 import { type FeedPage, type FeedPosition, type FeedRow, feedHead, positionOfEvent, readFeed } from '../events/feed.repository.ts';
 import { type Connection, deliverOrBuffer, flushBacklog, send } from './connection.ts';
 import { frameFor } from './views.ts';
@@ -95,6 +96,23 @@ export class TenantStream {
       return;
     }
     void this.#pump();
+  }
+
+  /**
+   * A committed transaction's events, handed over by their writer (src/events/outbox.ts): delivered as they
+   * are when they follow the stream's position directly, with no read in flight; otherwise news like any
+   * other, read from the feed. A handoff out of order, or one after events nobody handed over, is read.
+   */
+  take(handoff: FeedHandoff): void {
+    const cursor = this.#cursor;
+    const follows = cursor !== undefined && cursor.txid === handoff.after.txid && cursor.position === handoff.after.position;
+    if (!follows || this.#running || this.#caughtUpWaiters.length > 0 || handoff.rows.length === 0) {
+      this.wake();
+      return;
+    }
+    deliver(this.#ctx, this.connections, handoff.rows);
+    const last = handoff.rows[handoff.rows.length - 1]!;
+    this.#cursor = { txid: last.txid, position: last.position };
   }
 
   /** Resolves when everything committed (and not held back) before the call has been delivered. */
