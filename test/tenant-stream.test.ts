@@ -26,7 +26,7 @@ const row = (position: number): FeedRow => ({
  * A stream on a database whose answers the test gives: the first transaction (the join) answers the head,
  * every later one (a read of the feed) waits for `answer`.
  */
-function streamOn(head: FeedPosition) {
+function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void } = {}) {
   const reads: { after: FeedPosition; answer: (page: FeedPage) => void }[] = [];
   let joined = false;
   const database = {
@@ -39,7 +39,7 @@ function streamOn(head: FeedPosition) {
       return new Promise<FeedPage>((answer) => reads.push({ after: head, answer }));
     },
   } as unknown as Database;
-  const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined });
+  const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined, ...extra });
   // A socket before its welcome keeps what it is sent in its backlog: the test reads it there.
   const conn = { id: 'c', tenantId: TENANT, audience: { kind: 'member', userId: 'u', sessionId: 's' }, backlog: [] } as unknown as Connection;
   const received = () => (conn.backlog as OutgoingFrame[]).map((f) => (JSON.parse(f.payload.toString()) as { id: string }).id);
@@ -88,5 +88,26 @@ describe('a tenant stream taking events handed over by their writer', () => {
     s.reads.shift()!.answer({ rows: [row(1), row(2)], heldBack: false });
     await settle();
     expect(s.received()).to.deep.equal(['evt_1', 'evt_2']);
+  });
+
+  it('that fail to be delivered are logged and read again, never thrown out of the timer that took them', async () => {
+    const logged: unknown[] = [];
+    let failures = 1;
+    const s = streamOn(
+      { txid: '100', position: 0 },
+      {
+        onDelivered: () => {
+          if (failures-- > 0) throw new Error('a hook that fails');
+        },
+        logError: (err) => logged.push(err),
+      },
+    );
+    await s.stream.join(s.conn);
+    await settle();
+    s.reads.splice(0).forEach((r) => r.answer({ rows: [], heldBack: false }));
+    await settle();
+    expect(() => s.stream.take({ tenantId: TENANT, after: { txid: '100', position: 0 }, rows: [row(1)] })).not.to.throw();
+    expect(logged).to.have.length(1);
+    expect(s.reads, 'the feed is read instead').to.have.length(1);
   });
 });

@@ -70,6 +70,27 @@ describe('frames built once for many sockets', () => {
     }
   });
 
+  it('are written as built, not framed again by ws (a ws whose internals moved fails here, not silently)', async () => {
+    const p = await pair({ perMessageDeflate: false });
+    try {
+      const sender = (p.socket as unknown as { _sender: { sendFrame: (list: Buffer[]) => void } })._sender;
+      const written: Buffer[][] = [];
+      const sendFrame = sender.sendFrame;
+      sender.sendFrame = function (this: unknown, list: Buffer[]) {
+        written.push(list);
+        return sendFrame.call(this, list);
+      };
+      const frame = outgoingFrame(Buffer.from('{"type":"x"}', 'utf8'));
+      writeFrame(p.socket, frame);
+      await p.until(1);
+      expect(written).to.have.length(1);
+      expect(written[0]).to.have.length(1);
+      expect(written[0]![0]).to.equal(frame.wire);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('wait behind a message the socket is still compressing', async () => {
     // A socket that compresses (not this service's, but ws allows it) holds later frames while it deflates:
     // a frame written past that queue would overtake the message sent before it.

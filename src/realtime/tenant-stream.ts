@@ -110,9 +110,15 @@ export class TenantStream {
       this.wake();
       return;
     }
-    deliver(this.#ctx, this.connections, handoff.rows);
-    const last = handoff.rows[handoff.rows.length - 1]!;
-    this.#cursor = { txid: last.txid, position: last.position };
+    try {
+      deliver(this.#ctx, this.connections, handoff.rows);
+      const last = handoff.rows[handoff.rows.length - 1]!;
+      this.#cursor = { txid: last.txid, position: last.position };
+    } catch (err) {
+      // Called from a timer: an error here would end the process. The feed has the rows; read them.
+      this.#ctx.logError(err, this.tenantId);
+      this.wake();
+    }
   }
 
   /** Resolves when everything committed (and not held back) before the call has been delivered. */

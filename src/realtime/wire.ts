@@ -29,6 +29,8 @@ const SENDER_IDLE = 0;
 
 interface SenderInternals {
   _state?: unknown;
+  /** False while a message sent in fragments is unfinished: a whole frame may not cut into it. */
+  _firstFragment?: unknown;
   _queue?: unknown[];
   sendFrame?: (list: Buffer[]) => void;
 }
@@ -57,6 +59,7 @@ export function writeFrame(ws: WebSocket, frame: OutgoingFrame): void {
   if (
     sender?._state === SENDER_IDLE &&
     sender._queue?.length === 0 &&
+    sender._firstFragment === true &&
     typeof sender.sendFrame === 'function' &&
     extensions !== undefined &&
     !('permessage-deflate' in extensions)
