@@ -3,7 +3,9 @@ import fc from 'fast-check';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { TokenService } from '../src/auth/tokens.ts';
-import { writeEvent } from '../src/events/outbox.ts';
+import { sql } from 'kysely';
+import { EventBus } from '../src/events/bus.ts';
+import { inTenantTransaction, writeEvent } from '../src/events/outbox.ts';
 import { CLOSE } from '../src/realtime/gateway.ts';
 import { newId } from '../src/shared/ids.ts';
 import { addMember, createConversation, createTenant, createVisitor, login, type TestTenant } from './support/factories.ts';
@@ -312,6 +314,30 @@ describe('realtime gateway', function () {
         } finally {
           await own.close();
         }
+      });
+
+      it('a transaction whose failed statement was caught is an error, and hands nothing over', async function () {
+        const { database } = await getHarness();
+        if (database.kind !== 'pglite') this.skip(); // nothing is handed over on PostgreSQL
+        const t = await createTenant();
+        const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+        const bus = new EventBus();
+        const heard: unknown[] = [];
+        bus.subscribe((events, handoff) => heard.push({ events, handoff }));
+        let failure: unknown;
+        try {
+          await inTenantTransaction(database, bus, t.tenantId, async (trx, emit) => {
+            await emit('conversation.reopened', { conversation_id: conv.id }, { conversationId: conv.id });
+            await sql`select 1 / 0`.execute(trx).catch(() => undefined); // caught: the transaction is aborted
+            return 'done';
+          });
+        } catch (err) {
+          failure = err;
+        }
+        expect(failure, 'the transaction ends in an error').to.be.instanceOf(Error);
+        expect(heard).to.deep.equal([]);
+        const feed = await request(rt.app).get('/api/v1/events?limit=100').set(bearer(t.owner.accessToken)).expect(200);
+        expect(feed.body.data.map((e: { type: string }) => e.type)).not.to.include('conversation.reopened');
       });
 
       it('an event nobody handed over is read from the feed before what follows it', async () => {

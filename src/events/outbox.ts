@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
@@ -132,8 +133,8 @@ export async function inTenantTransaction<T>(
   const handoff: FeedHandoff | undefined = database.kind === 'pglite' ? { tenantId, after: { txid: '0', position: 0 }, rows: [] } : undefined;
   const result = await database.withTenant(
     tenantId,
-    (trx) =>
-      fn(trx, async (type, data, routing = {}) => {
+    async (trx) => {
+      const done = await fn(trx, async (type, data, routing = {}) => {
         const depth = options.workflowDepth ?? 0;
         if (!handoff) {
           const { stored } = await writeEventOf(insertEvent, trx, tenantId, type, data, routing, depth);
@@ -145,7 +146,13 @@ export async function inTenantTransaction<T>(
         handoff.rows.push(written.row);
         pending.push(stored);
         return stored.envelope.id;
-      }),
+      });
+      // A statement that failed and was caught leaves the transaction aborted, and its COMMIT then rolls back
+      // without an error: handed-over rows would be events that do not exist. Any statement fails in an
+      // aborted transaction, so this one turns that into the error it is.
+      if (handoff && handoff.rows.length > 0) await sql`select 1`.execute(trx);
+      return done;
+    },
     { eventWriter: true },
   );
   bus.publish(pending, handoff);
