@@ -70,6 +70,10 @@ values
     )
   );
 
+-- event.ensureNotAborted
+select
+  1;
+
 -- event.insertEventAsFeedRow
 insert into
   "events" (

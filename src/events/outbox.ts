@@ -1,9 +1,8 @@
-import { sql } from 'kysely';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
 import type { EventBus } from './bus.ts';
-import { insertEvent, insertEventAsFeedRow } from './event.repository.ts';
+import { ensureNotAborted, insertEvent, insertEventAsFeedRow } from './event.repository.ts';
 import type { FeedPosition, FeedRow } from './feed.repository.ts';
 
 type S = components['schemas'];
@@ -147,10 +146,9 @@ export async function inTenantTransaction<T>(
         pending.push(stored);
         return stored.envelope.id;
       });
-      // A statement that failed and was caught leaves the transaction aborted, and its COMMIT then rolls back
-      // without an error: handed-over rows would be events that do not exist. Any statement fails in an
-      // aborted transaction, so this one turns that into the error it is.
-      if (handoff && handoff.rows.length > 0) await sql`select 1`.execute(trx);
+      // An aborted transaction (a failed statement caught) commits as a silent rollback: handed-over rows
+      // would be events that do not exist. Made the error it is.
+      if (handoff && handoff.rows.length > 0) await ensureNotAborted(trx);
       return done;
     },
     { eventWriter: true },
