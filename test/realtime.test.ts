@@ -1,8 +1,11 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { TokenService } from '../src/auth/tokens.ts';
-import { writeEvent } from '../src/events/outbox.ts';
+import { sql } from 'kysely';
+import { EventBus } from '../src/events/bus.ts';
+import { inTenantTransaction, writeEvent } from '../src/events/outbox.ts';
 import { CLOSE } from '../src/realtime/gateway.ts';
 import { newId } from '../src/shared/ids.ts';
 import { addMember, createConversation, createTenant, createVisitor, login, type TestTenant } from './support/factories.ts';
@@ -277,6 +280,108 @@ describe('realtime gateway', function () {
       }
       await socket.next((f) => f.type === 'message.created');
       expect(stored()).to.deep.equal(['conversation.reopened', 'conversation.assigned', 'message.created']);
+    });
+
+    describe('handed over by their writer (one transaction at a time)', () => {
+      const STORED = (f: Record<string, any>) => f.id && !['presence.updated', 'typing', 'visitor.online', 'visitor.offline'].includes(f.type);
+      /** An event committed without telling anyone: a writer that hands nothing over (or whose handoff was lost). */
+      const silentEvent = async (t: TestTenant, conversationId: string) => {
+        const { database } = await getHarness();
+        return database.withTenant(t.tenantId, (trx) => writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: conversationId }, { conversationId }), {
+          eventWriter: true,
+        });
+      };
+
+      it('a send reaches the sockets without a read of the feed', async function () {
+        const { database } = await getHarness();
+        if (database.kind !== 'pglite') this.skip(); // on PostgreSQL every stream reads (commit-safe order)
+        let streamTransactions = 0;
+        const counted = { ...database, withTenant: ((...args) => (streamTransactions++, database.withTenant(...args))) as typeof database.withTenant };
+        const own = await startRealtime({ streamDatabase: counted });
+        try {
+          const t = await createTenant();
+          const auth = bearer(t.owner.accessToken);
+          const socket = await connect(own.wsUrl, auth);
+          clients.push(socket);
+          const conv = await createConversation(t, {}, t.owner.accessToken, own.app);
+          await socket.next((f) => f.type === 'conversation.created' && f.data.conversation_id === conv.id);
+          const before = streamTransactions;
+          for (const content of ['one', 'two', 'three']) {
+            await request(own.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content }).expect(201);
+            await socket.next((f) => f.type === 'message.created' && f.data.message.content === content);
+          }
+          expect(streamTransactions - before, 'transactions the stream opened for three sends').to.equal(0);
+        } finally {
+          await own.close();
+        }
+      });
+
+      it('a transaction whose failed statement was caught is an error, and hands nothing over', async function () {
+        const { database } = await getHarness();
+        if (database.kind !== 'pglite') this.skip(); // nothing is handed over on PostgreSQL
+        const t = await createTenant();
+        const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+        const bus = new EventBus();
+        const heard: unknown[] = [];
+        bus.subscribe((events, handoff) => heard.push({ events, handoff }));
+        let failure: unknown;
+        try {
+          await inTenantTransaction(database, bus, t.tenantId, async (trx, emit) => {
+            await emit('conversation.reopened', { conversation_id: conv.id }, { conversationId: conv.id });
+            await sql`select 1 / 0`.execute(trx).catch(() => undefined); // caught: the transaction is aborted
+            return 'done';
+          });
+        } catch (err) {
+          failure = err;
+        }
+        expect(failure, 'the transaction ends in an error').to.be.instanceOf(Error);
+        expect(heard).to.deep.equal([]);
+        const feed = await request(rt.app).get('/api/v1/events?limit=100').set(bearer(t.owner.accessToken)).expect(200);
+        expect(feed.body.data.map((e: { type: string }) => e.type)).not.to.include('conversation.reopened');
+      });
+
+      it('an event nobody handed over is read from the feed before what follows it', async () => {
+        const t = await createTenant();
+        const auth = bearer(t.owner.accessToken);
+        const socket = await open(rt.wsUrl, auth);
+        const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+        await socket.next((f) => f.type === 'conversation.created');
+        const silent = await silentEvent(t, conv.id);
+        await request(rt.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'after the silent one' }).expect(201);
+        await socket.next((f) => f.type === 'message.created');
+        const stored = socket.frames.filter(STORED);
+        expect(stored.map((f) => f.type)).to.deep.equal(['conversation.created', 'conversation.reopened', 'message.created']);
+        expect(stored[1]!.id).to.equal(silent.envelope.id);
+      });
+
+      it('any mix of concurrent sends and events nobody handed over reaches a socket as the feed holds it', async () => {
+        await fc.assert(
+          fc.asyncProperty(fc.array(fc.constantFrom('send', 'silent', 'close'), { minLength: 1, maxLength: 10 }), async (ops) => {
+            const t = await createTenant();
+            const auth = bearer(t.owner.accessToken);
+            const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+            const socket = await open(rt.wsUrl, auth);
+            const joinedAfter = (await request(rt.app).get('/api/v1/events?limit=100').set(auth).expect(200)).body.data.map((e: { id: string }) => e.id);
+            await Promise.all(
+              ops.map((op, i) =>
+                op === 'silent'
+                  ? silentEvent(t, conv.id)
+                  : op === 'send'
+                    ? // A send after the close is refused (409), and writes nothing.
+                      request(rt.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: `m${i}` })
+                    : request(rt.app).post(`/api/v1/conversations/${conv.id}/close`).set(auth),
+              ),
+            );
+            // The sentinel: once it is in, everything committed before it is too.
+            const sentinel = await createConversation(t, {}, t.owner.accessToken, rt.app);
+            await socket.next((f) => f.type === 'conversation.created' && f.data.conversation_id === sentinel.id);
+            const feed = (await request(rt.app).get('/api/v1/events?limit=100').set(auth).expect(200)).body.data.map((e: { id: string }) => e.id);
+            expect(socket.frames.filter(STORED).map((f) => f.id)).to.deep.equal(feed.filter((id: string) => !joinedAfter.includes(id)));
+            socket.ws.terminate();
+          }),
+          { numRuns: 12 },
+        );
+      });
     });
   });
 

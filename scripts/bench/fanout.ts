@@ -23,11 +23,11 @@ const percentile = (values: number[], p: number) => {
 };
 
 console.log(`fan-out benchmark: ${cpus().length} cores, ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${eventsPerSize} events per size\n`);
-console.log('sockets   server    connect s   last socket p50 ms   p99 ms   max ms   RSS per idle connection   p50, p99 of bare');
+console.log('sockets   server    connect s   last socket p50 ms   p99 ms   max ms   RSS per idle connection   p50, p99 of bare   CPU per event');
 const figures: Figures = {};
 for (const n of sizes) {
   // A fresh server per size, so its memory before the sockets is a clean baseline.
-  const { url: base, rssKiB, stop } = await startProcess('src/server.ts', {
+  const { url: base, rssKiB, stop, cpuSeconds } = await startProcess('src/server.ts', {
     DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
     DATA_DIR: '/tmp/chat-bench-fanout',
     BCRYPT_COST: '4',
@@ -45,13 +45,18 @@ for (const n of sizes) {
     const conversation = (await post('/api/v1/conversations', token, { ...(await post('/api/v1/contacts', token, { name: 'c' }).then((r) => ({ contact_id: r.body.id }))) })).body;
     const rssBefore = rssKiB();
     let lastFrame = '';
+    let cpuBefore = 0;
     const service = await measure(n, `${base.replace('http', 'ws')}/api/v1/ws`, { Authorization: `Bearer ${token}` }, async (content) => {
       const sent = await post('/api/v1/messages', token, { conversation_id: conversation.id, content });
       if (sent.status !== 201) throw new Error(`send failed: ${sent.status}`);
     }, (frame) => (lastFrame = frame), async () => {
       const perConnection = ((rssKiB() - rssBefore) * 1024) / n;
       figures[`${n}.service.rss_per_connection_kib`] = Number((perConnection / 1024).toFixed(1));
+      cpuBefore = cpuSeconds();
     });
+    // The service's own CPU per event, the send included: steadier than the times on a machine whose speed
+    // wanders, and what a change to the delivery itself moves (the times include the client's reading).
+    const cpuPerEvent = ((cpuSeconds() - cpuBefore) * 1000) / eventsPerSize;
     // The bare server sends the service's own last frame, its content made unique per event as the service's are.
     const bare = await startProcess('scripts/bench/bare-ws-server.ts', {});
     const marker = /"content":"(fan-out [^"]+)"/.exec(lastFrame)![1]!;
@@ -66,6 +71,7 @@ for (const n of sizes) {
       [`${n}.service.connect_s`]: service.connectSeconds,
       [`${n}.service.p50_ms`]: Number(p50.toFixed(1)),
       [`${n}.service.p99_ms`]: Number(p99.toFixed(1)),
+      [`${n}.service.cpu_ms_per_event`]: Number(cpuPerEvent.toFixed(2)),
       // How much of it is the request itself, answered (the bare server answers before it broadcasts).
       [`${n}.service.answered_p50_ms`]: Number(percentile(service.answered, 50).toFixed(1)),
       [`${n}.bare_ws.answered_p50_ms`]: Number(percentile(bareRun.answered, 50).toFixed(1)),
@@ -75,7 +81,7 @@ for (const n of sizes) {
       [`${n}.ratio_p99`]: Number((p99 / b99).toFixed(2)),
     });
     console.log(
-      `${String(n).padEnd(9)} service   ${service.connectSeconds.toFixed(1).padStart(9)}   ${p50.toFixed(1).padStart(18)}   ${p99.toFixed(1).padStart(6)}   ${Math.max(...service.completions).toFixed(1).padStart(6)}   ${String(figures[`${n}.service.rss_per_connection_kib`]).padStart(15)} KiB   ${(p50 / b50).toFixed(2)}x, ${(p99 / b99).toFixed(2)}x`,
+      `${String(n).padEnd(9)} service   ${service.connectSeconds.toFixed(1).padStart(9)}   ${p50.toFixed(1).padStart(18)}   ${p99.toFixed(1).padStart(6)}   ${Math.max(...service.completions).toFixed(1).padStart(6)}   ${String(figures[`${n}.service.rss_per_connection_kib`]).padStart(15)} KiB   ${(p50 / b50).toFixed(2)}x, ${(p99 / b99).toFixed(2)}x   ${cpuPerEvent.toFixed(2)} ms CPU per event`,
     );
     console.log(
       `${String(n).padEnd(9)} bare ws   ${bareRun.connectSeconds.toFixed(1).padStart(9)}   ${b50.toFixed(1).padStart(18)}   ${b99.toFixed(1).padStart(6)}   ${Math.max(...bareRun.completions).toFixed(1).padStart(6)}`,

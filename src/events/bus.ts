@@ -1,6 +1,7 @@
-import type { StoredEvent } from './outbox.ts';
+import type { FeedHandoff, StoredEvent } from './outbox.ts';
 
-export type EventListener = (events: StoredEvent[]) => void;
+/** `handoff`: the same events as the feed holds them, where the database allows it (outbox.ts). */
+export type EventListener = (events: StoredEvent[], handoff?: FeedHandoff) => void;
 
 /**
  * In-process publication of committed events. The realtime gateway subscribes here; across instances it
@@ -14,11 +15,11 @@ export class EventBus {
     return () => this.#listeners.delete(listener);
   }
 
-  publish(events: StoredEvent[]): void {
+  publish(events: StoredEvent[], handoff?: FeedHandoff): void {
     if (events.length === 0) return;
     for (const listener of this.#listeners) {
       try {
-        listener(events);
+        listener(events, handoff);
       } catch {
         // A broken listener must not turn a committed change into an error for its caller.
       }

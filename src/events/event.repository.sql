@@ -69,3 +69,69 @@ values
         id = $10
     )
   );
+
+-- event.ensureNotAborted
+select
+  1;
+
+-- event.insertEventAsFeedRow
+insert into
+  "events" (
+    "id",
+    "tenant_id",
+    "type",
+    "data",
+    "conversation_id",
+    "internal",
+    "recipients",
+    "created_at",
+    "workflow_depth",
+    "visitor_id"
+  )
+values
+  (
+    $1,
+    $2,
+    $3,
+    $4,
+    $5,
+    $6,
+    $7,
+    $8,
+    $9,
+    (
+      select
+        visitor_id
+      from
+        conversations
+      where
+        id = $10
+    )
+  )
+returning
+  "id",
+  "type",
+  "tenant_id",
+  "created_at",
+  "data",
+  "conversation_id",
+  "internal",
+  "recipients",
+  "visitor_id",
+  "workflow_depth",
+  "position",
+  events.txid::text as "txid_text",
+  (
+    select
+      array[prior.txid::text, prior.position::text]
+    from
+      events prior
+    where
+      prior.tenant_id = events.tenant_id
+      and (prior.txid, prior.position) < (events.txid, events.position)
+    order by
+      prior.txid desc,
+      prior.position desc
+    limit
+      1
+  ) as "before";

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { prepared } from '../db/prepared.ts';
+import type { FeedPosition, FeedRow } from './feed.repository.ts';
 
 /**
  * Writes one event into the outbox, in the caller's transaction (which must be an event writer: see
@@ -13,23 +14,87 @@ export async function insertEvent(
   await insertEventStatement(trx, { ...event, data: JSON.stringify(event.data), workflow_depth: event.workflow_depth ?? 0 });
 }
 
-const insertEventStatement = prepared(
-  (
-    db,
-    p: { id: string; tenant_id: string; type: string; data: string; conversation_id: string | null; internal: boolean; recipients: string[]; created_at: Date; workflow_depth: number },
-  ) =>
-    db.insertInto('events').values({
-      id: p.id,
-      tenant_id: p.tenant_id,
-      type: p.type,
-      data: p.data,
-      conversation_id: p.conversation_id,
-      internal: p.internal,
-      recipients: p.recipients,
-      created_at: p.created_at,
-      workflow_depth: p.workflow_depth,
-      // The conversation's visitor, read in this same transaction: visitors' sockets get only their own (none
-      // without a conversation: no row has a null id).
-      visitor_id: sql<string | null>`(select visitor_id from conversations where id = ${p.conversation_id})`,
-    }),
+type InsertParams = {
+  id: string;
+  tenant_id: string;
+  type: string;
+  data: string;
+  conversation_id: string | null;
+  internal: boolean;
+  recipients: string[];
+  created_at: Date;
+  workflow_depth: number;
+};
+
+/**
+ * Fails when the transaction is aborted: a statement that failed and was caught leaves it so, and its
+ * COMMIT then rolls back without an error. Any statement fails in an aborted transaction.
+ */
+export async function ensureNotAborted(trx: Tx): Promise<void> {
+  await sql`select 1`.execute(trx);
+}
+
+const insertEventStatement = prepared((db, p: InsertParams) => db.insertInto('events').values(eventValues(p)));
+
+/**
+ * On a database that runs one transaction at a time (PGlite): writes the event and answers it as the
+ * feed would read it, with the tenant's event just before it in feed order. Nothing else can commit
+ * between that read and this transaction's commit, so a stream positioned at `after` may deliver the
+ * row without reading the feed (src/realtime/tenant-stream.ts); any other stream reads as usual.
+ */
+export async function insertEventAsFeedRow(
+  trx: Tx,
+  event: { id: string; tenant_id: string; type: string; data: unknown; conversation_id: string | null; internal: boolean; recipients: string[]; created_at: Date; workflow_depth?: number },
+): Promise<{ row: FeedRow; after: FeedPosition }> {
+  const {
+    rows: [inserted],
+  } = await insertEventAsFeedRowStatement(trx, { ...event, data: JSON.stringify(event.data), workflow_depth: event.workflow_depth ?? 0 });
+  const { txid_text, position, before, ...rest } = inserted!;
+  return {
+    row: { ...rest, txid: txid_text, position: Number(position) } as FeedRow,
+    after: before ? { txid: before[0]!, position: Number(before[1]) } : { txid: '0', position: 0 },
+  };
+}
+
+const insertEventAsFeedRowStatement = prepared((db, p: InsertParams) =>
+  db
+    .insertInto('events')
+    .values(eventValues(p))
+    .returning([
+      'id',
+      'type',
+      'tenant_id',
+      'created_at',
+      'data',
+      'conversation_id',
+      'internal',
+      'recipients',
+      'visitor_id',
+      'workflow_depth',
+      'position',
+      sql<string>`events.txid::text`.as('txid_text'),
+      // The statement does not see its own row: this is the tenant's last event before it.
+      sql<[string, string] | null>`(
+        select array[prior.txid::text, prior.position::text] from events prior
+        where prior.tenant_id = events.tenant_id and (prior.txid, prior.position) < (events.txid, events.position)
+        order by prior.txid desc, prior.position desc limit 1
+      )`.as('before'),
+    ]),
 );
+
+function eventValues(p: InsertParams) {
+  return {
+    id: p.id,
+    tenant_id: p.tenant_id,
+    type: p.type,
+    data: p.data,
+    conversation_id: p.conversation_id,
+    internal: p.internal,
+    recipients: p.recipients,
+    created_at: p.created_at,
+    workflow_depth: p.workflow_depth,
+    // The conversation's visitor, read in this same transaction: visitors' sockets get only their own (none
+    // without a conversation: no row has a null id).
+    visitor_id: sql<string | null>`(select visitor_id from conversations where id = ${p.conversation_id})`,
+  };
+}

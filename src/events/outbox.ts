@@ -2,7 +2,8 @@ import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
 import type { EventBus } from './bus.ts';
-import { insertEvent } from './event.repository.ts';
+import { ensureNotAborted, insertEvent, insertEventAsFeedRow } from './event.repository.ts';
+import type { FeedPosition, FeedRow } from './feed.repository.ts';
 
 type S = components['schemas'];
 
@@ -62,6 +63,17 @@ export interface StoredEvent {
   routing: EventRouting;
 }
 
+/**
+ * A committed transaction's events as the feed holds them, and the tenant's event just before them:
+ * given only where one transaction runs at a time (PGlite), so that a stream standing at `after` can
+ * deliver them without reading the feed.
+ */
+export interface FeedHandoff {
+  tenantId: string;
+  after: FeedPosition;
+  rows: FeedRow[];
+}
+
 /** Writes an event in the transaction and answers its id. */
 export type Emit = <T extends EventType>(type: T, data: EventPayloads[T], routing?: EventRouting) => Promise<string>;
 
@@ -75,9 +87,21 @@ export async function writeEvent<T extends EventType>(
   /** How many workflow runs led to this change (src/workflows/): chains stop at a depth. */
   workflowDepth = 0,
 ): Promise<StoredEvent> {
+  return (await writeEventOf(insertEvent, trx, tenantId, type, data, routing, workflowDepth)).stored;
+}
+
+async function writeEventOf<T extends EventType, R>(
+  insert: (trx: Tx, event: Parameters<typeof insertEvent>[1]) => Promise<R>,
+  trx: Tx,
+  tenantId: string,
+  type: T,
+  data: EventPayloads[T],
+  routing: EventRouting,
+  workflowDepth: number,
+): Promise<{ stored: StoredEvent; written: R }> {
   const createdAt = new Date();
   const id = newId('event');
-  await insertEvent(trx, {
+  const written = await insert(trx, {
     id,
     tenant_id: tenantId,
     type,
@@ -88,7 +112,7 @@ export async function writeEvent<T extends EventType>(
     created_at: createdAt,
     workflow_depth: workflowDepth,
   });
-  return { envelope: { id, type, tenant_id: tenantId, created_at: createdAt.toISOString(), data } as EventEnvelope, routing };
+  return { stored: { envelope: { id, type, tenant_id: tenantId, created_at: createdAt.toISOString(), data } as EventEnvelope, routing }, written };
 }
 
 /**
@@ -104,16 +128,31 @@ export async function inTenantTransaction<T>(
   options: { workflowDepth?: number } = {},
 ): Promise<T> {
   const pending: StoredEvent[] = [];
+  // One transaction at a time: the events can be handed to the streams as the feed would read them.
+  const handoff: FeedHandoff | undefined = database.kind === 'pglite' ? { tenantId, after: { txid: '0', position: 0 }, rows: [] } : undefined;
   const result = await database.withTenant(
     tenantId,
-    (trx) =>
-      fn(trx, async (type, data, routing) => {
-        const stored = await writeEvent(trx, tenantId, type, data, routing, options.workflowDepth);
+    async (trx) => {
+      const done = await fn(trx, async (type, data, routing = {}) => {
+        const depth = options.workflowDepth ?? 0;
+        if (!handoff) {
+          const { stored } = await writeEventOf(insertEvent, trx, tenantId, type, data, routing, depth);
+          pending.push(stored);
+          return stored.envelope.id;
+        }
+        const { stored, written } = await writeEventOf(insertEventAsFeedRow, trx, tenantId, type, data, routing, depth);
+        if (handoff.rows.length === 0) handoff.after = written.after;
+        handoff.rows.push(written.row);
         pending.push(stored);
         return stored.envelope.id;
-      }),
+      });
+      // An aborted transaction (a failed statement caught) commits as a silent rollback: handed-over rows
+      // would be events that do not exist. Made the error it is.
+      if (handoff && handoff.rows.length > 0) await ensureNotAborted(trx);
+      return done;
+    },
     { eventWriter: true },
   );
-  bus.publish(pending);
+  bus.publish(pending, handoff);
   return result;
 }

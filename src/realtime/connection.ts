@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws';
 import type { ConnectionStatus } from './presence-tracker.ts';
+import { type OutgoingFrame, writeFrame } from './wire.ts';
 
 /** Close codes, documented in openapi/events.asyncapi.yaml. */
 export const CLOSE = {
@@ -25,7 +26,7 @@ export interface Connection {
   status: ConnectionStatus;
   alive: boolean;
   /** Before its welcome (and its resume), what the stream delivers waits here. */
-  backlog: (string | Buffer)[] | undefined;
+  backlog: (string | OutgoingFrame)[] | undefined;
   expiresAt: number | undefined;
   expiryTimer: NodeJS.Timeout | undefined;
 }
@@ -38,17 +39,18 @@ export function subjectOf(conn: Connection): string | undefined {
 }
 
 /** Sends a frame; a client that lets more than `maxBufferedBytes` queue up is let go (it resumes later). */
-export function send(conn: Connection, frame: string | Buffer, maxBufferedBytes: number): void {
+export function send(conn: Connection, frame: string | OutgoingFrame, maxBufferedBytes: number): void {
   if (conn.ws.readyState !== conn.ws.OPEN) return;
-  // Always a text frame, whether the JSON comes as a string or as its UTF-8 bytes.
-  conn.ws.send(frame, { binary: false });
+  // A one-off (a welcome, a pong) is framed by ws; an event's frame was framed once for all its sockets.
+  if (typeof frame === 'string') conn.ws.send(frame, { binary: false });
+  else writeFrame(conn.ws, frame);
   if (conn.ws.bufferedAmount > maxBufferedBytes) {
     conn.ws.close(CLOSE.tooSlow, 'too slow');
     setTimeout(() => conn.ws.terminate(), 1000).unref();
   }
 }
 
-export function deliverOrBuffer(conn: Connection, frame: string | Buffer, maxBufferedBytes: number): void {
+export function deliverOrBuffer(conn: Connection, frame: string | OutgoingFrame, maxBufferedBytes: number): void {
   if (conn.backlog) conn.backlog.push(frame);
   else send(conn, frame, maxBufferedBytes);
 }

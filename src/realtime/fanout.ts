@@ -18,6 +18,8 @@ export interface LiveSignal {
  * not carried: each instance reads them from the outbox in commit-safe order.
  */
 export interface Fanout {
+  /** Only this process hears what is notified: no other instance has streams to wake. */
+  readonly local: boolean;
   notify(tenantIds: string[]): void;
   live(signal: LiveSignal): void;
   subscribe(handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void }): void;
@@ -25,6 +27,7 @@ export interface Fanout {
 }
 
 export class LocalFanout implements Fanout {
+  readonly local = true;
   #handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void } | undefined;
 
   notify(tenantIds: string[]) {
@@ -46,6 +49,7 @@ const CHANNEL = 'chat:realtime';
 
 /** Every instance publishes and listens on one Redis channel (its own messages included). */
 export class RedisFanout implements Fanout {
+  readonly local = false;
   readonly #publisher: RedisClientType;
   readonly #subscriber: RedisClientType;
 

@@ -78,8 +78,15 @@ export class RealtimeGateway {
     this.#live = { database, fanout, presence, maxBufferedBytes: options.maxBufferedBytes };
     this.#upkeep = { database, presence, findSession: deps.findSession, apiKeyLive: deps.apiKeyLive, logger };
     this.#wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: options.maxFrameBytes });
-    // Committed events are not carried to sockets: each instance is told which tenants have news and reads them.
-    this.#unsubscribe = deps.bus.subscribe((events) => fanout.notify([...new Set(events.map((e) => e.envelope.tenant_id))]));
+    // Committed events are not carried to sockets: each instance is told which tenants have news and reads
+    // them. Where one transaction runs at a time and only this process listens, the writer hands its events
+    // over as the feed holds them, and a stream they follow delivers them without a read (tenant-stream.ts).
+    // After the writer's own answer has gone (setImmediate): a send is not kept waiting while its event is
+    // written to every socket of the tenant.
+    this.#unsubscribe = deps.bus.subscribe((events, handoff) => {
+      if (handoff && fanout.local) setImmediate(() => this.#streams.get(handoff.tenantId)?.take(handoff));
+      else fanout.notify([...new Set(events.map((e) => e.envelope.tenant_id))]);
+    });
     fanout.subscribe({
       onNotify: (tenantId) => this.#streams.get(tenantId)?.wake(),
       onLive: (signal) => {

@@ -1,7 +1,9 @@
 import type { Database } from '../db/database.ts';
+import type { FeedHandoff } from '../events/outbox.ts';
 import { type FeedPage, type FeedPosition, type FeedRow, feedHead, positionOfEvent, readFeed } from '../events/feed.repository.ts';
 import { type Connection, deliverOrBuffer, flushBacklog, send } from './connection.ts';
 import { frameFor } from './views.ts';
+import type { OutgoingFrame } from './wire.ts';
 
 const BATCH = 500;
 /** Committed events held back by an event writer still running: how soon to look again. */
@@ -25,7 +27,7 @@ const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: 
 /** Delivers a batch to sockets: each event serialised once per view. */
 function deliver(ctx: StreamContext, connections: Iterable<Connection>, rows: FeedRow[]): void {
   for (const row of rows) {
-    const views = new Map<string, Buffer | null>();
+    const views = new Map<string, OutgoingFrame | null>();
     const frames: Partial<Record<Connection['audience']['kind'], number>> = {};
     for (const conn of connections) {
       const frame = frameFor(conn, row, views);
@@ -94,6 +96,29 @@ export class TenantStream {
       return;
     }
     void this.#pump();
+  }
+
+  /**
+   * A committed transaction's events, handed over by their writer (src/events/outbox.ts): delivered as they
+   * are when they follow the stream's position directly, with no read in flight; otherwise news like any
+   * other, read from the feed. A handoff out of order, or one after events nobody handed over, is read.
+   */
+  take(handoff: FeedHandoff): void {
+    const cursor = this.#cursor;
+    const follows = cursor !== undefined && cursor.txid === handoff.after.txid && cursor.position === handoff.after.position;
+    if (!follows || this.#running || this.#caughtUpWaiters.length > 0 || handoff.rows.length === 0) {
+      this.wake();
+      return;
+    }
+    try {
+      deliver(this.#ctx, this.connections, handoff.rows);
+      const last = handoff.rows[handoff.rows.length - 1]!;
+      this.#cursor = { txid: last.txid, position: last.position };
+    } catch (err) {
+      // Called from a timer: an error here would end the process. The feed has the rows; read them.
+      this.#ctx.logError(err, this.tenantId);
+      this.wake();
+    }
   }
 
   /** Resolves when everything committed (and not held back) before the call has been delivered. */

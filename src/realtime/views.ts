@@ -1,6 +1,7 @@
 import type { FeedRow } from '../events/feed.repository.ts';
 import { VISITOR_EVENT_TYPES, eventDataForVisitor } from '../events/visitor-view.ts';
 import type { Connection } from './connection.ts';
+import { type OutgoingFrame, outgoingFrame } from './wire.ts';
 
 /** The envelope of a stored event, exactly as on the events feed. */
 export const envelopeOf = (row: FeedRow, data: unknown): string =>
@@ -8,17 +9,18 @@ export const envelopeOf = (row: FeedRow, data: unknown): string =>
 
 /**
  * The frame a connection gets for a stored event, or null when the event is not for it. Each view (member
- * or visitor) is serialised and UTF-8 encoded once per event: `views` carries them across the connections
- * of one delivery, and every socket writes the same bytes (a string would be encoded again per socket).
+ * or visitor) is serialised, UTF-8 encoded and framed once per event: `views` carries them across the
+ * connections of one delivery, and every socket writes the same bytes (a string would be encoded again
+ * per socket, and ws would frame it again).
  */
-export function frameFor(conn: Connection, row: FeedRow, views: Map<string, Buffer | null>): Buffer | null {
+export function frameFor(conn: Connection, row: FeedRow, views: Map<string, OutgoingFrame | null>): OutgoingFrame | null {
   if (conn.audience.kind === 'visitor') {
     if (row.visitor_id !== conn.audience.visitorId || row.internal || !VISITOR_EVENT_TYPES.has(row.type)) return null;
   }
   const key = conn.audience.kind === 'visitor' ? 'visitor' : 'member';
   let frame = views.get(key);
   if (frame === undefined) {
-    frame = Buffer.from(envelopeOf(row, key === 'visitor' ? eventDataForVisitor(row.data) : row.data), 'utf8');
+    frame = outgoingFrame(Buffer.from(envelopeOf(row, key === 'visitor' ? eventDataForVisitor(row.data) : row.data), 'utf8'));
     views.set(key, frame);
   }
   return frame;

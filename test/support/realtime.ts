@@ -26,7 +26,14 @@ export interface RealtimeServer {
 
 /** An app and its gateway on a real HTTP server, on the run's database. With redisUrl, shared through Redis. */
 export async function startRealtime(
-  options: { redisUrl?: string; gateway?: Partial<GatewayOptions>; database?: Database; config?: Partial<AppDeps['config']> } = {},
+  options: {
+    redisUrl?: string;
+    gateway?: Partial<GatewayOptions>;
+    database?: Database;
+    /** The gateway's own database, when a test watches what the streams ask of it. */
+    streamDatabase?: Database;
+    config?: Partial<AppDeps['config']>;
+  } = {},
 ): Promise<RealtimeServer> {
   const h = await getHarness();
   const database = options.database ?? h.database;
@@ -46,7 +53,7 @@ export async function startRealtime(
   const { app, services } = buildApp({ ...h.deps, config, database, bus, presence, tickets });
   const server: Server = createServer(app);
   const gateway = new RealtimeGateway({
-    database,
+    database: options.streamDatabase ?? database,
     bus,
     fanout,
     tokens: h.deps.tokens,
