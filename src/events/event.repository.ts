@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { prepared } from '../db/prepared.ts';
-import type { FeedPosition, FeedRow } from './feed.repository.ts';
+import { FEED_COLUMNS, type FeedPosition, type FeedRow } from './feed.repository.ts';
 
 /**
  * Writes one event into the outbox, in the caller's transaction (which must be an event writer: see
@@ -61,17 +61,7 @@ const insertEventAsFeedRowStatement = prepared((db, p: InsertParams) =>
     .insertInto('events')
     .values(eventValues(p))
     .returning([
-      'id',
-      'type',
-      'tenant_id',
-      'created_at',
-      'data',
-      'conversation_id',
-      'internal',
-      'recipients',
-      'visitor_id',
-      'workflow_depth',
-      'position',
+      ...FEED_COLUMNS,
       sql<string>`events.txid::text`.as('txid_text'),
       // The statement does not see its own row: this is the tenant's last event before it.
       sql<[string, string] | null>`(

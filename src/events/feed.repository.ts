@@ -56,6 +56,21 @@ export interface FeedPage {
   heldBack: boolean;
 }
 
+/** The outbox's columns that make a FeedRow (its txid comes as text beside them). */
+export const FEED_COLUMNS = [
+  'id',
+  'type',
+  'tenant_id',
+  'created_at',
+  'data',
+  'conversation_id',
+  'internal',
+  'recipients',
+  'visitor_id',
+  'workflow_depth',
+  'position',
+] as const;
+
 export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenantId}) & 2147483647`;
 
 /**
@@ -136,21 +151,7 @@ const feedStatements = preparedShapes((db, p: FeedParams, shape: FeedShape) => {
   const ready = shape.upTo || shape.serial ? sql<boolean>`true` : sql<boolean>`events.txid < (${horizon(shape.tenant ? p.tenantId! : undefined)})::xid8`;
   let query = db
     .selectFrom('events')
-    .select([
-      'id',
-      'type',
-      'tenant_id',
-      'created_at',
-      'data',
-      'conversation_id',
-      'internal',
-      'recipients',
-      'visitor_id',
-      'workflow_depth',
-      'position',
-      sql<string>`events.txid::text`.as('txid_text'),
-      ready.as('ready'),
-    ])
+    .select([...FEED_COLUMNS, sql<string>`events.txid::text`.as('txid_text'), ready.as('ready')])
     .where(sql<boolean>`(events.txid, events.position) > (${p.afterTxid}::xid8, ${p.afterPosition}::bigint)`);
   if (shape.tenant) query = query.where('tenant_id', '=', p.tenantId!);
   if (shape.upTo) query = query.where(sql<boolean>`(events.txid, events.position) <= (${p.upToTxid}::xid8, ${p.upToPosition}::bigint)`);
