@@ -1,18 +1,29 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { prepared } from '../db/prepared.ts';
-import { FEED_COLUMNS, type FeedPosition, type FeedRow } from './feed.repository.ts';
+import { FEED_COLUMNS, FEED_START, type FeedPosition, type FeedRow } from './feed.repository.ts';
 
 /**
  * Writes one event into the outbox, in the caller's transaction (which must be an event writer: see
  * src/events/feed.repository.ts). Reading the outbox is feed.repository.ts's job.
  */
-export async function insertEvent(
-  trx: Tx,
-  event: { id: string; tenant_id: string; type: string; data: unknown; conversation_id: string | null; internal: boolean; recipients: string[]; created_at: Date; workflow_depth?: number },
-): Promise<void> {
-  await insertEventStatement(trx, { ...event, data: JSON.stringify(event.data), workflow_depth: event.workflow_depth ?? 0 });
+export async function insertEvent(trx: Tx, event: NewEvent): Promise<void> {
+  await insertEventStatement(trx, paramsOf(event));
 }
+
+export interface NewEvent {
+  id: string;
+  tenant_id: string;
+  type: string;
+  data: unknown;
+  conversation_id: string | null;
+  internal: boolean;
+  recipients: string[];
+  created_at: Date;
+  workflow_depth?: number;
+}
+
+const paramsOf = (event: NewEvent): InsertParams => ({ ...event, data: JSON.stringify(event.data), workflow_depth: event.workflow_depth ?? 0 });
 
 type InsertParams = {
   id: string;
@@ -42,17 +53,14 @@ const insertEventStatement = prepared((db, p: InsertParams) => db.insertInto('ev
  * between that read and this transaction's commit, so a stream positioned at `after` may deliver the
  * row without reading the feed (src/realtime/tenant-stream.ts); any other stream reads as usual.
  */
-export async function insertEventAsFeedRow(
-  trx: Tx,
-  event: { id: string; tenant_id: string; type: string; data: unknown; conversation_id: string | null; internal: boolean; recipients: string[]; created_at: Date; workflow_depth?: number },
-): Promise<{ row: FeedRow; after: FeedPosition }> {
+export async function insertEventAsFeedRow(trx: Tx, event: NewEvent): Promise<{ row: FeedRow; after: FeedPosition }> {
   const {
     rows: [inserted],
-  } = await insertEventAsFeedRowStatement(trx, { ...event, data: JSON.stringify(event.data), workflow_depth: event.workflow_depth ?? 0 });
+  } = await insertEventAsFeedRowStatement(trx, paramsOf(event));
   const { txid_text, position, before, ...rest } = inserted!;
   return {
     row: { ...rest, txid: txid_text, position: Number(position) } as FeedRow,
-    after: before ? { txid: before[0]!, position: Number(before[1]) } : { txid: '0', position: 0 },
+    after: before ? { txid: before[0]!, position: Number(before[1]) } : FEED_START,
   };
 }
 

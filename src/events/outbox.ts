@@ -2,8 +2,8 @@ import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
 import type { EventBus } from './bus.ts';
-import { ensureNotAborted, insertEvent, insertEventAsFeedRow } from './event.repository.ts';
-import type { FeedPosition, FeedRow } from './feed.repository.ts';
+import { ensureNotAborted, insertEvent, insertEventAsFeedRow, type NewEvent } from './event.repository.ts';
+import { FEED_START, type FeedPosition, type FeedRow } from './feed.repository.ts';
 
 type S = components['schemas'];
 
@@ -91,7 +91,7 @@ export async function writeEvent<T extends EventType>(
 }
 
 async function writeEventOf<T extends EventType, R>(
-  insert: (trx: Tx, event: Parameters<typeof insertEvent>[1]) => Promise<R>,
+  insert: (trx: Tx, event: NewEvent) => Promise<R>,
   trx: Tx,
   tenantId: string,
   type: T,
@@ -129,21 +129,18 @@ export async function inTenantTransaction<T>(
 ): Promise<T> {
   const pending: StoredEvent[] = [];
   // One transaction at a time: the events can be handed to the streams as the feed would read them.
-  const handoff: FeedHandoff | undefined = database.kind === 'pglite' ? { tenantId, after: { txid: '0', position: 0 }, rows: [] } : undefined;
+  const handoff: FeedHandoff | undefined = database.kind === 'pglite' ? { tenantId, after: FEED_START, rows: [] } : undefined;
+  const insert: (trx: Tx, event: NewEvent) => Promise<{ row: FeedRow; after: FeedPosition } | void> = handoff ? insertEventAsFeedRow : insertEvent;
   const result = await database.withTenant(
     tenantId,
     async (trx) => {
       const done = await fn(trx, async (type, data, routing = {}) => {
-        const depth = options.workflowDepth ?? 0;
-        if (!handoff) {
-          const { stored } = await writeEventOf(insertEvent, trx, tenantId, type, data, routing, depth);
-          pending.push(stored);
-          return stored.envelope.id;
-        }
-        const { stored, written } = await writeEventOf(insertEventAsFeedRow, trx, tenantId, type, data, routing, depth);
-        if (handoff.rows.length === 0) handoff.after = written.after;
-        handoff.rows.push(written.row);
+        const { stored, written } = await writeEventOf(insert, trx, tenantId, type, data, routing, options.workflowDepth ?? 0);
         pending.push(stored);
+        if (handoff && written) {
+          if (handoff.rows.length === 0) handoff.after = written.after;
+          handoff.rows.push(written.row);
+        }
         return stored.envelope.id;
       });
       // An aborted transaction (a failed statement caught) commits as a silent rollback: handed-over rows
