@@ -157,6 +157,22 @@ const RAW_SEGMENTS = fc.constantFrom('%FF', '%ED%A0%80', '%C0%AF', '%00', '%2F',
 const RAW_TYPES = ['application/json', 'application/json; charset=utf-16', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/merge-patch+json'];
 const RAW_BODIES = ['{"a":', '{', '[]', '"text"', '1e999', '{"__proto__":{"admin":true}}', '{"a":1,"a":2}', '\ufeff{}', '\u0000', 'a=1&b=2', `${'['.repeat(5000)}${']'.repeat(5000)}`, '{"x":"\\ud800"}'];
 
+/**
+ * A header's value: what HTTP lets a client send (tab, visible ASCII, bytes 0x80 to 0xff), at the
+ * schema's lengths. A few fixed values come back often: an Idempotency-Key reused with another body.
+ */
+function headerArb(schema: Schema, valid: boolean): fc.Arbitrary<string> {
+  const min = schema.minLength ?? 0;
+  const max = schema.maxLength ?? 300;
+  const unit = fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0x80, max: 0xff }), fc.constant(0x09)).map((c) => String.fromCharCode(c));
+  const lengths = valid ? [min, max] : [Math.max(0, min - 1), min, max, max + 1];
+  return fc.oneof(
+    fc.constantFrom('k1', 'k2', ' k1', 'é'),
+    fc.constantFrom(...lengths).map((n) => 'k'.repeat(n)),
+    fc.string({ unit, minLength: valid ? Math.max(min, 1) : 0, maxLength: Math.min(max, 40) }),
+  );
+}
+
 interface Param {
   name: string;
   in: 'path' | 'query' | 'header' | 'cookie';
@@ -251,6 +267,8 @@ describe('every operation, with values pushed to the edges of its schemas: never
       const params = paramsOf(op.path, op.method);
       const pathParams = params.filter((p) => p.in === 'path');
       const queryParams = params.filter((p) => p.in === 'query');
+      // Origin is the visitor's credential, set above: drawn, it would only be refused.
+      const headerParams = params.filter((p) => p.in === 'header' && p.name.toLowerCase() !== 'origin');
       const bodySchema = requestBodyOf(op.path, op.method);
       // Seven in ten requests within the contract (the handlers' edges), three with something outside it.
       const inputOf = (valid: boolean) =>
@@ -269,15 +287,16 @@ describe('every operation, with values pushed to the edges of its schemas: never
             requiredKeys: valid ? queryParams.filter((p) => (p as Param & { required?: boolean }).required).map((p) => p.name) : [],
           }),
           body: bodySchema ? arb(bodySchema, valid) : fc.constant(undefined),
+          headers: fc.record(Object.fromEntries(headerParams.map((p) => [p.name, headerArb(resolve(p.schema ?? {}), valid)])), { requiredKeys: [] }),
           // Edgy requests, now and then: a body no JSON encoder makes, or one under another media type.
           raw: valid ? fc.constant(undefined) : fc.option(fc.record({ type: fc.constantFrom(...RAW_TYPES), text: fc.constantFrom(...RAW_BODIES) }), { freq: 5 }),
         });
       const input = fc.oneof({ weight: 7, arbitrary: inputOf(true) }, { weight: 3, arbitrary: inputOf(false) });
       await fc.assert(
-        fc.asyncProperty(input, async ({ path, query, body, raw }) => {
+        fc.asyncProperty(input, async ({ path, query, body, raw, headers: drawnHeaders }) => {
           const url = '/api' + op.path.replace(/\{(\w+)\}/g, (_m, name: string) => (path as Record<string, string>)[name]!) + queryOf(query as Record<string, unknown>);
           const agent = request(app) as unknown as Record<string, (p: string) => request.Test>;
-          let call = agent[op.method]!(url).set(headers);
+          let call = agent[op.method]!(url).set(headers).set(drawnHeaders as Record<string, string>);
           if (raw) call = call.set('Content-Type', raw.type).send(raw.text);
           else if (body !== undefined) call = call.set('Content-Type', 'application/json').send(JSON.stringify(body));
           const res = await call;
