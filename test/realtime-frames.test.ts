@@ -71,6 +71,7 @@ describe('realtime: whatever a client sends on its socket', function () {
 
   after(() => rt?.close());
 
+  // It can fail only on PostgreSQL, where two lookups run at once; the embedded database runs one at a time.
   it('typing frames are relayed in the order they were sent', async () => {
     const typist = await connect(rt.wsUrl, bearer(t.owner.accessToken));
     const watcher = await connect(rt.wsUrl, bearer(visitorToken));
@@ -106,16 +107,14 @@ describe('realtime: whatever a client sends on its socket', function () {
         fc.asyncProperty(fc.array(frames(conversationIds), { minLength: 1, maxLength: 6 }), async (sent) => {
           const client: Client = await connect(rt.wsUrl, bearer(who === 'member' ? t.owner.accessToken : visitorToken));
           try {
-            let closed: { code: number; reason: string } | undefined;
-            void client.closed.then((c) => (closed = c));
+            // All sent at once; what follows a frame that closes the socket is dropped by the server.
             for (const frame of sent) {
-              if (closed) break;
               if (frame.binary) client.ws.send(frame.binary, { binary: true });
               else client.ws.send(frame.text!);
             }
             // The sentinel: a ping after everything, answered in order, or the close that ended the socket.
             const before = client.frames.length;
-            if (!closed) client.ws.send(JSON.stringify({ type: 'ping', sentinel: true }));
+            client.ws.send(JSON.stringify({ type: 'ping', sentinel: true }));
             const ended = await Promise.race([client.next((f) => f.type === 'pong', before).then(() => undefined), client.closed]);
             const what = `${JSON.stringify(sent)} → ${JSON.stringify(client.frames.slice(1))} ${JSON.stringify(ended)}`;
             if (ended) expect(ended.code, what).to.be.oneOf(CLIENT_CLOSES);

@@ -17,6 +17,7 @@ const FOREIGN_KEY_VIOLATION = '23503';
  * True when a write named a row that was removed before it committed (an insert or update breaking a
  * foreign key): the service checks what a request names first, so only a removal racing the request gets
  * here. A delete refused because the row is still referenced says "update or delete" and is not this.
+ * The message is read in English (lc_messages other than English leaves such a race a 500).
  */
 export function isVanishedReference(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
@@ -61,18 +61,26 @@ export class LocalStorage implements FileStorage {
     const dir = join(path, '..');
     const created = await mkdir(dir, { recursive: true });
     const partial = `${path}.${randomUUID()}.part`;
+    let renamed = false;
     try {
       // flush: fsync before the close, and a failed fsync fails the put.
       await pipeline(body, createWriteStream(partial, { flags: 'wx', highWaterMark: 256 * 1024, flush: true }));
       await rename(partial, path);
+      renamed = true;
       await syncDirectory(dir);
-      // Each directory this put made (the tenant's first file) is a new entry of its parent.
-      for (let made = dir; created !== undefined; made = join(made, '..')) {
-        await syncDirectory(join(made, '..'));
-        if (made === created || made === join(made, '..')) break;
+      // The tenant's directory is an entry of the root, flushed by every put: the put that made it may
+      // have failed before flushing it, and a directory made since the start is not known to be synced.
+      await syncDirectory(this.root);
+      // The root itself and any directory above it that this put made (a first upload ever).
+      if (created !== undefined && !created.startsWith(`${this.root}${sep}`)) {
+        for (let made = this.root; ; made = dirname(made)) {
+          await syncDirectory(dirname(made));
+          if (made === created || made === dirname(made)) break;
+        }
       }
     } catch (err) {
-      await rm(partial, { force: true });
+      // Nothing is left behind: not the part, and not a file renamed into place whose flush failed.
+      await rm(renamed ? path : partial, { force: true });
       throw err;
     }
   }

@@ -73,7 +73,8 @@ export function toAppError(err: unknown): { error: AppError; unexpected: boolean
   const unavailable = asUnavailable(err);
   if (unavailable) return { error: unavailable, unexpected: false };
   if (isVanishedReference(err)) {
-    return { error: new AppError('ERR_NOT_FOUND', 'Something this request names was removed while it was being handled'), unexpected: false };
+    // Answered as what it is for the client, and logged as unexpected: a race, or a check the code lacks.
+    return { error: new AppError('ERR_NOT_FOUND', 'Something this request names was removed while it was being handled'), unexpected: true };
   }
   if (isHttpishError(err)) {
     const bodyParserType = (err as { type?: string }).type;

@@ -190,7 +190,9 @@ export class RealtimeGateway {
       }
       const text = raw.toString();
       inbox = inbox
-        .then(() => this.#onFrame(conn, text, isBinary))
+        // A frame that waited past its socket's close is dropped: run after #onClose, a presence frame
+        // would mark a member present who is gone.
+        .then(() => (ws.readyState === ws.OPEN ? this.#onFrame(conn, text, isBinary) : undefined))
         .catch((err: unknown) => this.#deps.logger.error({ err }, 'socket frame failed'))
         .finally(() => waiting--);
     });
@@ -241,7 +243,14 @@ export class RealtimeGateway {
       if (frame.type === 'ping') return send(conn, JSON.stringify({ type: 'pong' }), this.#options.maxBufferedBytes);
       if (frame.type === 'presence' && conn.audience.kind === 'member' && (frame.status === 'online' || frame.status === 'away')) {
         conn.status = frame.status;
-        return await announcePresence(this.#live, conn, frame.status);
+        // Not awaited: the frames behind it need nothing from the tracker, and one that hangs (Redis
+        // away) must not hold the socket's pings and typing until the client is closed as a flood.
+        // The tracker's writes go out in the order made.
+        void announcePresence(this.#live, conn, frame.status).catch((err: unknown) => {
+          this.#deps.logger.error({ err }, 'presence update failed');
+          send(conn, JSON.stringify({ type: 'error', code: 'ERR_UNAVAILABLE', detail: 'Try again shortly' }), this.#options.maxBufferedBytes);
+        });
+        return;
       }
       if (frame.type === 'typing' && typeof frame.conversation_id === 'string' && typeof frame.is_typing === 'boolean') {
         // Checked before the lookup: the database refuses some strings (a NUL) instead of finding nothing.
