@@ -102,12 +102,9 @@ function checkArrays(value: unknown, bounds: ArrayBounds, path: string, findings
   }
 }
 
-// "post /api/v1/workflows" -> the bounds of its JSON body's arrays, where it has any. Schemas under
-// oneOf, anyOf or allOf are not followed (which branch applies is the validator's to say): MAX_ARRAY_ITEMS
-// still bounds their arrays.
-function arrayBoundsByRoute(contract: Contract): Map<string, ArrayBounds> {
-  const document = contract.document;
-  const resolve = (node: SchemaObject | undefined): SchemaObject | undefined => {
+/** Follows a node's local $refs (at most ten hops) to what they name in the document. */
+function resolverOf(document: Record<string, any>) {
+  return <T extends { $ref?: string }>(node: T | undefined): T | undefined => {
     for (let hops = 0; node?.$ref && hops < 10; hops++) {
       node = node.$ref
         .replace(/^#\//, '')
@@ -116,6 +113,14 @@ function arrayBoundsByRoute(contract: Contract): Map<string, ArrayBounds> {
     }
     return node;
   };
+}
+
+// "post /api/v1/workflows" -> the bounds of its JSON body's arrays, where it has any. Schemas under
+// oneOf, anyOf or allOf are not followed (which branch applies is the validator's to say): MAX_ARRAY_ITEMS
+// still bounds their arrays.
+function arrayBoundsByRoute(contract: Contract): Map<string, ArrayBounds> {
+  const document = contract.document;
+  const resolve = resolverOf(document);
   const boundsOf = (schema: SchemaObject | undefined, depth: number): ArrayBounds | undefined => {
     const resolved = resolve(schema);
     if (!resolved || depth > 8) return undefined;
@@ -149,15 +154,7 @@ interface NumericParameter {
 // "get /api/v1/departments" -> its integer and number parameters (the path item's and the operation's).
 function numericParametersByRoute(contract: Contract): Map<string, NumericParameter[]> {
   const document = contract.document;
-  const resolve = <T extends { $ref?: string }>(node: T | undefined): T | undefined => {
-    for (let hops = 0; node?.$ref && hops < 10; hops++) {
-      node = node.$ref
-        .replace(/^#\//, '')
-        .split('/')
-        .reduce<any>((at, key) => at?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
-    }
-    return node;
-  };
+  const resolve = resolverOf(document);
   const byRoute = new Map<string, NumericParameter[]>();
   for (const op of contract.operations) {
     const item = document.paths[op.path];
