@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import pino from 'pino';
 import request from 'supertest';
+import { toAppError } from '../src/http/problem.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { createTenant } from './support/factories.ts';
 import { TEST_CONFIG, getHarness } from './support/harness.ts';
@@ -144,5 +145,17 @@ describe('errors are problem+json', () => {
     expect(given.headers['x-request-id']).to.equal('abc-123');
     const unsafe = await request(app).get('/api/health').set('X-Request-Id', 'a b<script>');
     expect(unsafe.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('a row removed under a write', () => {
+  it('an insert naming a row that vanished is 404 ERR_NOT_FOUND (and logged); a delete still referenced stays a 500', () => {
+    // What pg and PGlite throw (SQLSTATE 23503), for a race no single-connection database can stage.
+    const vanished = Object.assign(new Error('insert or update on table "department_members" violates foreign key constraint "department_members_tenant_id_user_id_fkey"'), { code: '23503' });
+    const mapped = toAppError(vanished);
+    expect(mapped.unexpected).to.equal(true);
+    expect(mapped.error.code).to.equal('ERR_NOT_FOUND');
+    const stillReferenced = Object.assign(new Error('update or delete on table "departments" violates foreign key constraint "x" on table "bots"'), { code: '23503' });
+    expect(toAppError(stillReferenced).error.code).to.equal('ERR_INTERNAL');
   });
 });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import request from 'supertest';
 import { addMember, createTenant, login, uniqueEmail } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
@@ -177,6 +178,43 @@ describe('departments', () => {
     expect(again.body.member_ids).to.deep.equal([agent.userId]);
     const removed = await request(app).delete(`${path}/${agent.userId}`).set(auth).expect(200);
     expect(removed.body.member_ids).to.deep.equal([]);
+  });
+
+  it('a member removed while a department naming them is made: 422 ERR_USER_NOT_IN_TENANT, not a broken foreign key', async function () {
+    const h = await getHarness();
+    // Two transactions at once: the embedded database runs one at a time, so the race needs PostgreSQL.
+    if (h.database.kind !== 'postgres') this.skip();
+    const t = await createTenant();
+    const agent = await addMember(t, { role: 'agent' });
+    let commitRemoval: (() => void) | undefined;
+    let removed!: () => void;
+    const removedOnce = new Promise<void>((resolve) => (removed = resolve));
+    const removal = h.database.withTenant(t.tenantId, async (trx) => {
+      await sql`delete from memberships where user_id = ${agent.userId}`.execute(trx);
+      await new Promise<void>((resolve) => {
+        commitRemoval = resolve;
+        removed();
+      });
+    });
+    try {
+      await removedOnce;
+      const creating = request(h.app).post('/api/v1/departments').set(bearer(t.owner.accessToken)).send({ name: 'Race', member_ids: [agent.userId] }).then((res) => res);
+      // The sentinel: a transaction waits on another's (the request's, on the removal's, whether at its
+      // check or at its insert). Nothing else runs meanwhile: the tests run one at a time.
+      const deadline = Date.now() + 10_000;
+      for (let waiting = 0; waiting === 0; ) {
+        if (Date.now() > deadline) throw new Error('the request never waited on the removal');
+        waiting = Number(
+          (await h.database.asSystem((trx) => sql<{ n: string }>`select count(*) as n from pg_locks where not granted and locktype = 'transactionid'`.execute(trx))).rows[0]!.n,
+        );
+      }
+      commitRemoval!();
+      await removal;
+      expectProblem(await creating, 422, 'ERR_USER_NOT_IN_TENANT');
+    } finally {
+      commitRemoval?.();
+      await removal.catch(() => undefined);
+    }
   });
 
   it('another tenant\'s department is not found, for every operation', async () => {

@@ -37,6 +37,12 @@ interface Row {
   /** CPU (user + system) per MB uploaded, in ms: the service's process, and this benchmark's (the clients). */
   service_cpu_ms_per_mb: number;
   client_cpu_ms_per_mb: number;
+  /**
+   * Local disk only: the plain copy flushed to the disk as each file ends (fsync), as the service's puts
+   * are: the copy into the page cache alone runs at memory speed and promises nothing.
+   */
+  durable_copy_mb_per_s?: number;
+  ratio_to_durable_copy?: number;
   /** Local disk only: a bare node:http server writing each body to a file (scripts/bench/upload-sink.ts). */
   bare_http_mb_per_s?: number;
   ratio_to_bare_http?: number;
@@ -187,6 +193,13 @@ try {
     }),
   );
   await rm(copies, { recursive: true, force: true });
+  await mkdir(copies, { recursive: true });
+  const durableSeconds = await timed(() =>
+    Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => pipeline(Readable.from(chunksOf(Buffer.alloc(0), Buffer.alloc(0))), createWriteStream(join(copies, `f${i}`), { flush: true })))),
+  );
+  rows[0]!.durable_copy_mb_per_s = round(mb(rows[0]!.bytes, durableSeconds));
+  rows[0]!.ratio_to_durable_copy = round(durableSeconds / rows[0]!.service_seconds);
+  await rm(copies, { recursive: true, force: true });
   // The same uploads to a bare HTTP server writing the bodies to the same disk: what HTTP alone allows here.
   const sink = await startProcess(SINK, { SINK_DIR: join(dir, 'sink') });
   try {
@@ -223,10 +236,10 @@ try {
   await rm(dir, { recursive: true, force: true });
 }
 
-const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'bare HTTP MB/s', 'service / bare HTTP', 'RSS baseline MiB', 'RSS peak growth MiB', 'CPU ms/MB: service', 'clients', 'bare HTTP'];
+const header = ['backend', 'uploads', 'service MB/s', 'plain copy MB/s', 'service / copy', 'durable copy MB/s', 'service / durable copy', 'bare HTTP MB/s', 'service / bare HTTP', 'RSS baseline MiB', 'RSS peak growth MiB', 'CPU ms/MB: service', 'clients', 'bare HTTP'];
 const pct = (ratio: number | undefined) => (ratio === undefined ? '-' : `${Math.round(ratio * 100)}%`);
 const lines = rows.map((r) =>
-  [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, pct(r.ratio), r.bare_http_mb_per_s ?? '-', pct(r.ratio_to_bare_http), r.rss_baseline_mib, r.rss_peak_growth_mib, r.service_cpu_ms_per_mb, r.client_cpu_ms_per_mb, r.bare_http_cpu_ms_per_mb ?? '-'].map(String),
+  [r.backend, `${r.uploads} × 20 MiB`, r.service_mb_per_s, r.plain_copy_mb_per_s, pct(r.ratio), r.durable_copy_mb_per_s ?? '-', pct(r.ratio_to_durable_copy), r.bare_http_mb_per_s ?? '-', pct(r.ratio_to_bare_http), r.rss_baseline_mib, r.rss_peak_growth_mib, r.service_cpu_ms_per_mb, r.client_cpu_ms_per_mb, r.bare_http_cpu_ms_per_mb ?? '-'].map(String),
 );
 const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
 const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;

@@ -11,6 +11,20 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return e.constraint === constraint || (typeof e.message === 'string' && e.message.includes(`"${constraint}"`));
 }
 
+const FOREIGN_KEY_VIOLATION = '23503';
+
+/**
+ * True when a write named a row that was removed before it committed (an insert or update breaking a
+ * foreign key): the service checks what a request names first, so only a removal racing the request gets
+ * here. A delete refused because the row is still referenced says "update or delete" and is not this.
+ * The message is read in English (lc_messages other than English leaves such a race a 500).
+ */
+export function isVanishedReference(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: unknown; message?: unknown };
+  return e.code === FOREIGN_KEY_VIOLATION && typeof e.message === 'string' && e.message.startsWith('insert or update on table');
+}
+
 /** Seconds a client is asked to wait while the database does not answer. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 

@@ -91,4 +91,5 @@ from
   "memberships"
 where
   "user_id" in ($1)
-  and "status" = $2;
+  and "status" = $2
+for key share;

@@ -59,7 +59,11 @@ export async function removeDepartmentMember(trx: Tx, departmentId: string, user
   await trx.deleteFrom('department_members').where('department_id', '=', departmentId).where('user_id', '=', userId).execute();
 }
 
-/** Which of these users are active members of the current tenant. */
+/**
+ * Which of these users are active members of the current tenant. Their rows are locked against removal
+ * until the transaction ends: a member removed between this check and the insert that names them would
+ * otherwise break the insert's foreign key (a 500 where the answer is ERR_USER_NOT_IN_TENANT).
+ */
 export async function activeMemberIds(trx: Tx, userIds: string[]): Promise<Set<string>> {
   if (userIds.length === 0) return new Set();
   const rows = await trx
@@ -67,6 +71,7 @@ export async function activeMemberIds(trx: Tx, userIds: string[]): Promise<Set<s
     .select('user_id')
     .where('user_id', 'in', userIds)
     .where('status', '=', 'active')
+    .forKeyShare()
     .execute();
   return new Set(rows.map((r) => r.user_id));
 }

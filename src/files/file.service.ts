@@ -9,7 +9,7 @@ import type { FileRow } from '../db/schema.ts';
 import { conversationOf } from '../conversations/conversation.service.ts';
 import type { Principal } from '../shared/principal.ts';
 import { AppError, forbidden, invalidInput, notFound } from '../shared/errors.ts';
-import { newId } from '../shared/ids.ts';
+import { CONVERSATION_ID, newId } from '../shared/ids.ts';
 import * as repo from './file.repository.ts';
 import { type FileStorage, LocalStorage } from './storage.ts';
 import type { IncomingFile, Measured, UploadOptions } from './upload-stream.ts';
@@ -21,7 +21,6 @@ export const MAX_FILE_BYTES = 20 * 1024 * 1024;
 /** How long a download URL works. */
 export const DOWNLOAD_TTL_SECONDS = 600;
 
-const CONVERSATION_ID = /^conv_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /**
  * Reads an upload (src/files/upload-stream.ts receiveUpload, bound to the request): the handler binds

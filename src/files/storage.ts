@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
@@ -40,7 +40,14 @@ function checkKey(key: string): string {
   return key;
 }
 
-/** Files under a directory (DATA_DIR/files). Writes go to a `.part` file renamed into place at the end. */
+/**
+ * Files under a directory (DATA_DIR/files). Writes go to a `.part` file renamed into place at the end.
+ *
+ * A put is durable when it resolves, as the row that names the file is once committed: the file's bytes
+ * are flushed to the disk before the rename, and the directory after it (with any directory the put
+ * created). Without that, a power cut after the answer could leave a recorded file empty, cut short or
+ * missing: the kernel writes renames and data back in its own order.
+ */
 export class LocalStorage implements FileStorage {
   readonly kind = 'local' as const;
   readonly root: string;
@@ -51,13 +58,29 @@ export class LocalStorage implements FileStorage {
 
   async put(key: string, body: Readable): Promise<void> {
     const path = join(this.root, checkKey(key));
-    await mkdir(join(path, '..'), { recursive: true });
+    const dir = join(path, '..');
+    const created = await mkdir(dir, { recursive: true });
     const partial = `${path}.${randomUUID()}.part`;
+    let renamed = false;
     try {
-      await pipeline(body, createWriteStream(partial, { flags: 'wx', highWaterMark: 256 * 1024 }));
+      // flush: fsync before the close, and a failed fsync fails the put.
+      await pipeline(body, createWriteStream(partial, { flags: 'wx', highWaterMark: 256 * 1024, flush: true }));
       await rename(partial, path);
+      renamed = true;
+      await syncDirectory(dir);
+      // The tenant's directory is an entry of the root, flushed by every put: the put that made it may
+      // have failed before flushing it, and a directory made since the start is not known to be synced.
+      await syncDirectory(this.root);
+      // The root itself and any directory above it that this put made (a first upload ever).
+      if (created !== undefined && !created.startsWith(`${this.root}${sep}`)) {
+        for (let made = this.root; ; made = dirname(made)) {
+          await syncDirectory(dirname(made));
+          if (made === created || made === dirname(made)) break;
+        }
+      }
     } catch (err) {
-      await rm(partial, { force: true });
+      // Nothing is left behind: not the part, and not a file renamed into place whose flush failed.
+      await rm(renamed ? path : partial, { force: true });
       throw err;
     }
   }
@@ -82,6 +105,20 @@ export class LocalStorage implements FileStorage {
       throw err;
     });
     return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(this.root.length + 1));
+  }
+}
+
+/** Flushes a directory's entries (a rename, a new file or directory in it) to the disk. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch (err) {
+    // Where a directory cannot be synced (Windows: EPERM; some file systems: EINVAL), its entries are
+    // as durable as the platform makes them.
+    if (!['EPERM', 'EINVAL', 'EISDIR', 'EBADF'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { requestFields } from './request-log.ts';
-import { asUnavailable } from '../db/errors.ts';
+import { asUnavailable, isVanishedReference } from '../db/errors.ts';
 import { AppError, type ErrorCode, INVALID_REQUEST } from '../shared/errors.ts';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -72,6 +72,10 @@ export function toAppError(err: unknown): { error: AppError; unexpected: boolean
   // A lost database is the service being unavailable for a moment, not a failure of this request's code.
   const unavailable = asUnavailable(err);
   if (unavailable) return { error: unavailable, unexpected: false };
+  if (isVanishedReference(err)) {
+    // Answered as what it is for the client, and logged as unexpected: a race, or a check the code lacks.
+    return { error: new AppError('ERR_NOT_FOUND', 'Something this request names was removed while it was being handled'), unexpected: true };
+  }
   if (isHttpishError(err)) {
     const bodyParserType = (err as { type?: string }).type;
     if (bodyParserType === 'entity.too.large') {

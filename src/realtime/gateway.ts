@@ -6,6 +6,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { AppError } from '../shared/errors.ts';
+import { CONVERSATION_ID } from '../shared/ids.ts';
 import { CLOSE, type Connection, flushBacklog, send } from './connection.ts';
 import { authenticateUpgrade, type CredentialDeps, refuseUpgrade, type UpgradeIdentity } from './credentials.ts';
 import type { Fanout } from './fanout.ts';
@@ -18,6 +19,8 @@ import type { SessionChange } from '../auth/session-cache.ts';
 export { CLOSE } from './connection.ts';
 
 export const WS_PATH = '/api/v1/ws';
+/** Frames of one socket read and not yet handled: past it the client is flooding, and is closed. */
+export const MAX_FRAMES_WAITING = 64;
 
 export interface GatewayOptions {
   heartbeatMs: number;
@@ -176,7 +179,23 @@ export class RealtimeGateway {
     this.#connections.add(conn);
     armExpiry(conn);
     ws.on('pong', () => (conn.alive = true));
-    ws.on('message', (raw, isBinary) => void this.#onFrame(conn, raw.toString(), isBinary));
+    // One frame at a time, in the order sent: a typing frame's lookup must not let a later `is_typing:
+    // false` overtake it, and a ping answered after everything before it is what a client can wait for.
+    let inbox = Promise.resolve();
+    let waiting = 0;
+    ws.on('message', (raw, isBinary) => {
+      if (++waiting > MAX_FRAMES_WAITING) {
+        ws.close(CLOSE.protocol, 'too many frames at once');
+        return;
+      }
+      const text = raw.toString();
+      inbox = inbox
+        // A frame that waited past its socket's close is dropped: run after #onClose, a presence frame
+        // would mark a member present who is gone.
+        .then(() => (ws.readyState === ws.OPEN ? this.#onFrame(conn, text, isBinary) : undefined))
+        .catch((err: unknown) => this.#deps.logger.error({ err }, 'socket frame failed'))
+        .finally(() => waiting--);
+    });
     ws.on('close', () => void this.#onClose(conn));
     ws.on('error', () => undefined);
     const { maxBufferedBytes, heartbeatMs } = this.#options;
@@ -215,13 +234,29 @@ export class RealtimeGateway {
       conn.ws.close(CLOSE.protocol, 'frames are JSON text');
       return;
     }
+    // `null`, a number, an array: JSON, but no frame.
+    if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
+      conn.ws.close(CLOSE.protocol, 'frames are JSON objects');
+      return;
+    }
     try {
       if (frame.type === 'ping') return send(conn, JSON.stringify({ type: 'pong' }), this.#options.maxBufferedBytes);
       if (frame.type === 'presence' && conn.audience.kind === 'member' && (frame.status === 'online' || frame.status === 'away')) {
         conn.status = frame.status;
-        return await announcePresence(this.#live, conn, frame.status);
+        // Not awaited: the frames behind it need nothing from the tracker, and one that hangs (Redis
+        // away) must not hold the socket's pings and typing until the client is closed as a flood.
+        // The tracker's writes go out in the order made.
+        void announcePresence(this.#live, conn, frame.status).catch((err: unknown) => {
+          this.#deps.logger.error({ err }, 'presence update failed');
+          send(conn, JSON.stringify({ type: 'error', code: 'ERR_UNAVAILABLE', detail: 'Try again shortly' }), this.#options.maxBufferedBytes);
+        });
+        return;
       }
       if (frame.type === 'typing' && typeof frame.conversation_id === 'string' && typeof frame.is_typing === 'boolean') {
+        // Checked before the lookup: the database refuses some strings (a NUL) instead of finding nothing.
+        if (!CONVERSATION_ID.test(frame.conversation_id)) {
+          return send(conn, JSON.stringify({ type: 'error', code: 'ERR_VALIDATION', detail: 'conversation_id must be conv_ followed by a UUIDv7' }), this.#options.maxBufferedBytes);
+        }
         return await relayTyping(this.#live, conn, frame.conversation_id, frame.is_typing);
       }
     } catch (err) {

@@ -120,12 +120,14 @@ function validValue(schema: Schema | undefined, rng: Rng, fx: Fixture, depth = 0
     case 'number': {
       const min = schema.minimum ?? 0;
       const max = schema.maximum ?? min + 100;
+      // A bound itself, now and then: the values a handler's arithmetic meets last.
+      if (rng.chance(0.2)) return rng.pick([min, schema.maximum ?? 2 ** 31 - 1]);
       return min + rng.int(Math.max(1, Math.min(max - min + 1, 1000)));
     }
     case 'boolean':
       return rng.chance(0.5);
     case 'array': {
-      const n = (schema.minItems ?? 0) + rng.int(2);
+      const n = schema.maxItems !== undefined && schema.maxItems <= 100 && rng.chance(0.1) ? schema.maxItems : (schema.minItems ?? 0) + rng.int(2);
       return Array.from({ length: n }, () => validValue(schema.items, rng, fx, depth + 1));
     }
     case 'object': {
@@ -144,7 +146,7 @@ function validValue(schema: Schema | undefined, rng: Rng, fx: Fixture, depth = 0
 function validString(schema: Schema, rng: Rng, fx: Fixture): string {
   const pattern: string | undefined = schema.pattern;
   if (schema.format === 'email') return `fuzz-${randomUUID()}@example.test`;
-  if (schema.format === 'date-time') return new Date(Date.now() - rng.int(1e9)).toISOString();
+  if (schema.format === 'date-time') return rng.chance(0.2) ? rng.pick(EDGE_DATES) : new Date(Date.now() - rng.int(1e9)).toISOString();
   if (schema.format === 'uri') return `https://fuzz-shop.example/${rng.int(1000)}`;
   if (pattern) {
     const prefixed = ID_PATTERN.exec(pattern);
@@ -158,9 +160,15 @@ function validString(schema: Schema, rng: Rng, fx: Fixture): string {
   if (schema.format === 'uuid') return idFor('', rng, fx, false);
   const min = schema.minLength ?? 1;
   const max = schema.maxLength ?? 40;
+  // At a bound, now and then, in characters of two and four bytes and with right-to-left marks: lengths
+  // are counted in characters, columns and indexes in bytes.
+  if (schema.maxLength !== undefined && schema.maxLength <= 100_000 && rng.chance(0.2)) return rng.pick(['é', '😀', '\u202e', 'a']).repeat(rng.pick([min, max]));
   const length = Math.min(max, Math.max(min, 3 + rng.int(12)));
   return `fz${rng.int(1e9)}`.padEnd(length, 'x').slice(0, Math.max(length, min));
 }
+
+/** Instants the contract's date-time accepts, at the ends of the calendar and of the day's offsets. */
+const EDGE_DATES = ['0000-01-01T00:00:00Z', '0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '1970-01-01T00:00:00+14:00', '2024-02-29T12:00:00-12:00', '2026-11-22T10:00:00.123456789Z'];
 
 /** Half the time an id that exists (when the fixture has one), else a well-formed one naming nothing. */
 function idFor(prefix: string, rng: Rng, fx: Fixture, prefixOptional: boolean): string {
@@ -329,7 +337,8 @@ function buildRequest(op: OperationShape, rng: Rng, fx: Fixture): FuzzRequest {
   for (const p of op.parameters.filter((h) => h.in === 'header')) {
     // Origin is the visitor's credential's other half; it has its own tests (widget-api.test.ts).
     if (p.name.toLowerCase() === 'origin') continue;
-    if (rng.chance(0.5)) headers[p.name.toLowerCase()] = rng.pick([randomUUID(), '', 'k'.repeat(300), 'é-latin1', ' ', `${rng.int(1000)}`]);
+    // 'fuzz-key' comes back with other bodies: the key's mismatch, and its replay, on every operation that takes one.
+    if (rng.chance(0.5)) headers[p.name.toLowerCase()] = rng.pick([randomUUID(), '', 'k'.repeat(300), 'k'.repeat(255), 'é-latin1', ' ', `${rng.int(1000)}`, 'fuzz-key', 'fuzz-key']);
   }
   if (!op.visitor && rng.chance(0.1)) {
     headers['x-tenant-id'] = rng.pick([fx.tenant.tenantId, newId('tenant'), 'tn_nope', 'x'.repeat(500), `tn_${uuidv4()}`]);
