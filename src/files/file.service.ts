@@ -21,7 +21,6 @@ export const MAX_FILE_BYTES = 20 * 1024 * 1024;
 /** How long a download URL works. */
 export const DOWNLOAD_TTL_SECONDS = 600;
 
-
 /**
  * Reads an upload (src/files/upload-stream.ts receiveUpload, bound to the request): the handler binds
  * it, so the service never sees HTTP.

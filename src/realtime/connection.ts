@@ -50,6 +50,11 @@ export function send(conn: Connection, frame: string | OutgoingFrame, maxBuffere
   }
 }
 
+/** An error frame (the contract's ErrorFrame): the socket stays open. */
+export function sendError(conn: Connection, code: 'ERR_NOT_FOUND' | 'ERR_VALIDATION' | 'ERR_UNAVAILABLE', detail: string, maxBufferedBytes: number): void {
+  send(conn, JSON.stringify({ type: 'error', code, detail }), maxBufferedBytes);
+}
+
 export function deliverOrBuffer(conn: Connection, frame: string | OutgoingFrame, maxBufferedBytes: number): void {
   if (conn.backlog) conn.backlog.push(frame);
   else send(conn, frame, maxBufferedBytes);

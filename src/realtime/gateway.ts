@@ -7,7 +7,7 @@ import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { AppError } from '../shared/errors.ts';
 import { CONVERSATION_ID } from '../shared/ids.ts';
-import { CLOSE, type Connection, flushBacklog, send } from './connection.ts';
+import { CLOSE, type Connection, flushBacklog, send, sendError } from './connection.ts';
 import { authenticateUpgrade, type CredentialDeps, refuseUpgrade, type UpgradeIdentity } from './credentials.ts';
 import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
@@ -248,20 +248,20 @@ export class RealtimeGateway {
         // The tracker's writes go out in the order made.
         void announcePresence(this.#live, conn, frame.status).catch((err: unknown) => {
           this.#deps.logger.error({ err }, 'presence update failed');
-          send(conn, JSON.stringify({ type: 'error', code: 'ERR_UNAVAILABLE', detail: 'Try again shortly' }), this.#options.maxBufferedBytes);
+          sendError(conn, 'ERR_UNAVAILABLE', 'Try again shortly', this.#options.maxBufferedBytes);
         });
         return;
       }
       if (frame.type === 'typing' && typeof frame.conversation_id === 'string' && typeof frame.is_typing === 'boolean') {
         // Checked before the lookup: the database refuses some strings (a NUL) instead of finding nothing.
         if (!CONVERSATION_ID.test(frame.conversation_id)) {
-          return send(conn, JSON.stringify({ type: 'error', code: 'ERR_VALIDATION', detail: 'conversation_id must be conv_ followed by a UUIDv7' }), this.#options.maxBufferedBytes);
+          return sendError(conn, 'ERR_VALIDATION', 'conversation_id must be conv_ followed by a UUIDv7', this.#options.maxBufferedBytes);
         }
         return await relayTyping(this.#live, conn, frame.conversation_id, frame.is_typing);
       }
     } catch (err) {
       this.#deps.logger.error({ err }, 'socket frame failed');
-      send(conn, JSON.stringify({ type: 'error', code: 'ERR_UNAVAILABLE', detail: 'Try again shortly' }), this.#options.maxBufferedBytes);
+      sendError(conn, 'ERR_UNAVAILABLE', 'Try again shortly', this.#options.maxBufferedBytes);
       return;
     }
     conn.ws.close(CLOSE.protocol, 'unknown frame');

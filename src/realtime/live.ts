@@ -1,7 +1,7 @@
 import type { Database } from '../db/database.ts';
 import { findConversationVisitor } from '../conversations/conversation.repository.ts';
 import type { LivePayloads, LiveSignalType } from '../events/outbox.ts';
-import { type Connection, deliverOrBuffer, send, subjectOf } from './connection.ts';
+import { type Connection, deliverOrBuffer, sendError, subjectOf } from './connection.ts';
 import type { Fanout, LiveSignal } from './fanout.ts';
 import type { ConnectionStatus, PresenceTracker } from './presence-tracker.ts';
 
@@ -39,7 +39,7 @@ export async function relayTyping(ctx: LiveContext, conn: Connection, conversati
   const conversation = await ctx.database.withTenant(conn.tenantId, (trx) => findConversationVisitor(trx, conversationId));
   const audience = conn.audience;
   if (!conversation || (audience.kind === 'visitor' && conversation.visitor_id !== audience.visitorId)) {
-    send(conn, JSON.stringify({ type: 'error', code: 'ERR_NOT_FOUND', detail: 'Conversation not found' }), ctx.maxBufferedBytes);
+    sendError(conn, 'ERR_NOT_FOUND', 'Conversation not found', ctx.maxBufferedBytes);
     return;
   }
   const base = { conversation_id: conversationId, is_typing: isTyping };

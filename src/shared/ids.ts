@@ -27,10 +27,11 @@ export const ID_PREFIXES = {
 
 export type IdKind = keyof typeof ID_PREFIXES;
 
-/** A tenant's id as newId makes it: `tn_` and a UUIDv7. */
-export const TENANT_ID = /^tn_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-/** A conversation's id, for values that reach the service outside the contract's validation (form fields, socket frames). */
-export const CONVERSATION_ID = /^conv_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** An id as newId makes it: the kind's prefix and a lower-case UUIDv7. */
+const idPattern = (kind: IdKind) => new RegExp(`^${ID_PREFIXES[kind]}_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`);
+/** For values that reach the service outside the contract's validation (headers, form fields, socket frames). */
+export const TENANT_ID = idPattern('tenant');
+export const CONVERSATION_ID = idPattern('conversation');
 
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${newUuid()}`;
