@@ -3313,7 +3313,13 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding */
+        /**
+         * @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding. Besides each
+         *     operation's schemas, every operation refuses: a query parameter it does not declare, a body when it
+         *     declares none (whatever its size), text holding NUL or a lone UTF-16 surrogate, a number JSON cannot
+         *     hold (`1e309`), a numeric parameter written other than in plain decimals, a body nested deeper than 32
+         *     levels, and an array of more than 1,000 items anywhere in a body.
+         */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -3431,6 +3437,16 @@ export interface components {
         };
         /** @description The conversation is closed (ERR_CONVERSATION_CLOSED): reopen it first */
         ConversationClosedConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The contact or visitor named in the body is not one of this tenant's (ERR_NOT_FOUND); another tenant's id is not found either */
+        ConversationCreateNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
@@ -3702,6 +3718,18 @@ export interface components {
                  */
                 "application/problem+json": components["schemas"]["Problem"];
             };
+        };
+        /**
+         * @description The answer has not changed since the one whose `ETag` the request sent in `If-None-Match`: no body,
+         *     keep the copy you have. Every JSON answer to a GET carries a weak `ETag`.
+         */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content?: never;
         };
         /** @description The body is not sent as multipart/form-data (ERR_UNSUPPORTED_MEDIA_TYPE) */
         NotMultipart: {
@@ -4023,6 +4051,11 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description A weak validator of the answer; sent back in `If-None-Match`, it gets a 304 while the answer is unchanged
+         * @example W/"1b4-Wm9JYk5lV2tLbDVmT0dQa1lWSk1uRkE"
+         */
+        ETag: string;
+        /**
          * @description IETF RateLimit header (draft 8) for the policy that applies
          * @example "requests"; r=0; t=42
          */
@@ -4075,6 +4108,8 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -4104,6 +4139,8 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4156,6 +4193,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4763,6 +4801,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvoiceList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4848,6 +4887,8 @@ export interface operations {
                     "application/json": components["schemas"]["BillingSubscription"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -4886,6 +4927,8 @@ export interface operations {
                     "application/json": components["schemas"]["BillingUsage"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -4943,6 +4986,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             409: components["responses"]["BillingConflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4996,6 +5040,7 @@ export interface operations {
                     "application/json": components["schemas"]["BotList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5102,6 +5147,7 @@ export interface operations {
                     "application/json": components["schemas"]["Bot"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5321,6 +5367,7 @@ export interface operations {
                     "application/json": components["schemas"]["CannedResponseList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5519,6 +5566,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5618,6 +5666,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5794,6 +5843,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5857,6 +5907,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationCreateNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ConversationCreateUnprocessable"];
@@ -5908,6 +5959,7 @@ export interface operations {
                     "application/json": components["schemas"]["Conversation"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6340,6 +6392,7 @@ export interface operations {
                     "application/json": components["schemas"]["DepartmentList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6434,6 +6487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Department"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6662,6 +6716,7 @@ export interface operations {
                     "application/json": components["schemas"]["DomainList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6794,6 +6849,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6894,6 +6950,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileWithUrl"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7085,6 +7142,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7170,6 +7228,7 @@ export interface operations {
                     "application/json": components["schemas"]["TeamMemberList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7257,6 +7316,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tenant"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7371,6 +7431,7 @@ export interface operations {
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7582,6 +7643,7 @@ export interface operations {
                     "application/json": components["schemas"]["VisitorList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7639,6 +7701,7 @@ export interface operations {
                     "application/json": components["schemas"]["Visitor"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7698,6 +7761,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7801,6 +7865,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7960,6 +8025,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8124,6 +8190,8 @@ export interface operations {
                     "application/json": components["schemas"]["WidgetConversationList"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -8175,6 +8243,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["FileNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidAttachment"];
@@ -8236,6 +8305,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8456,6 +8526,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileWithUrl"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8617,6 +8688,7 @@ export interface operations {
                     "application/json": components["schemas"]["WidgetList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8719,6 +8791,7 @@ export interface operations {
                     "application/json": components["schemas"]["Widget"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8916,6 +8989,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9058,6 +9132,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9268,6 +9343,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRunList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9301,6 +9377,7 @@ export interface operations {
                     "application/json": components["schemas"]["WsTicket"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
