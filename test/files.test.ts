@@ -1,9 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import type { Express } from 'express';
 import { sql } from 'kysely';
@@ -520,6 +521,91 @@ describe('files: who may see and attach them', function () {
     } finally {
       limited.server.closeAllConnections();
       await new Promise((resolve) => limited.server.close(resolve));
+    }
+  });
+});
+
+// The S3 backend sends a spooled upload through two buffers it reuses (src/files/storage.ts sendFile):
+// here against a plain HTTP server standing in for the store, which sees the bytes exactly or drops them.
+describe('files: the S3 backend sending a spooled upload', function () {
+  const storeAnswering = async (onRequest: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void) => {
+    const { createServer } = await import('node:http');
+    const server = createServer(onRequest);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = await mkdtemp(join(tmpdir(), 'files-test-send-'));
+    const storage = new S3Storage({
+      bucket: 'chat-files',
+      endPoint: '127.0.0.1',
+      port: (server.address() as AddressInfo).port,
+      useSSL: false,
+      region: 'us-east-1',
+      accessKey: 'KEY',
+      secretKey: 'SECRET',
+      pathStyle: true,
+      spoolDir: join(dir, 'spool'),
+    });
+    return {
+      storage,
+      spooled: () => readdir(join(dir, 'spool')),
+      close: async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  };
+  const key = () => `${newId('tenant')}/${newId('file')}`;
+
+  it('the store gets every byte in order, a last read shorter than the buffer included', async () => {
+    let received: Buffer | undefined;
+    const store = await storeAnswering((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received = Buffer.concat(chunks);
+        res.end();
+      });
+    });
+    try {
+      // Distinct bytes at every offset: a buffer read into before its write was taken would show.
+      const content = Buffer.alloc(3 * 256 * 1024 + 123);
+      for (let i = 0; i + 4 <= content.length; i += 4) content.writeUInt32BE(i, i);
+      await store.storage.put(key(), Readable.from([content.subarray(0, 70_000), content.subarray(70_000)]));
+      expect(received?.length).to.equal(content.length);
+      expect(received!.equals(content)).to.equal(true);
+      expect(await store.spooled()).to.deep.equal([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store that drops the connection mid-body fails the put, with nothing left in the spool', async () => {
+    const store = await storeAnswering((req) => {
+      let seen = 0;
+      req.on('data', (c: Buffer) => {
+        seen += c.length;
+        if (seen > 1024 * 1024) req.socket.destroy();
+      });
+    });
+    try {
+      const error = await store.storage.put(key(), Readable.from(bytes(8 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
+      expect(error, 'the put succeeded').to.be.instanceOf(Error);
+      expect(await store.spooled()).to.deep.equal([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store that refuses before reading the body fails the put with its answer', async () => {
+    const store = await storeAnswering((_req, res) => {
+      res.writeHead(403).end('<Error><Code>AccessDenied</Code></Error>');
+    });
+    try {
+      const error = await store.storage.put(key(), Readable.from(bytes(8 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
+      expect(error?.message).to.match(/403|closed|socket|reset|EPIPE/);
+      expect(await store.spooled()).to.deep.equal([]);
+    } finally {
+      await store.close();
     }
   });
 });
