@@ -3595,6 +3595,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description In production, the request did not arrive over TLS (ERR_HTTPS_REQUIRED) */
+        HttpsRequired: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_HTTPS_REQUIRED",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "code": "ERR_HTTPS_REQUIRED",
+                 *       "detail": "Use HTTPS: tokens must never travel over plain HTTP",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Something unexpected went wrong (ERR_INTERNAL); it is logged with the request id */
         InternalError: {
             headers: {
@@ -4097,6 +4117,7 @@ export interface operations {
             /** @description The process is alive */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4125,6 +4146,7 @@ export interface operations {
             /** @description Ready to serve */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4162,6 +4184,7 @@ export interface operations {
             /** @description A page of keys */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4770,6 +4793,7 @@ export interface operations {
             /** @description A page of invoices */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4865,6 +4889,7 @@ export interface operations {
             /** @description The subscription */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4908,6 +4933,7 @@ export interface operations {
             /** @description The usage */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4984,6 +5010,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            403: components["responses"]["HttpsRequired"];
             409: components["responses"]["BillingConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5009,6 +5036,7 @@ export interface operations {
             /** @description A page of bots, oldest first (keys, secrets and LLM keys are never listed) */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5121,6 +5149,7 @@ export interface operations {
             /** @description The bot */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5339,6 +5368,7 @@ export interface operations {
             /** @description A page of canned responses */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5535,6 +5565,7 @@ export interface operations {
             /** @description A page of contacts */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5646,6 +5677,7 @@ export interface operations {
             /** @description The contact */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5804,6 +5836,7 @@ export interface operations {
             /** @description A page of conversations */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5931,6 +5964,7 @@ export interface operations {
             /** @description The conversation */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6363,6 +6397,7 @@ export interface operations {
             /** @description A page of departments */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6471,6 +6506,7 @@ export interface operations {
             /** @description The department */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6691,6 +6727,7 @@ export interface operations {
             /** @description A page of domains */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6827,6 +6864,7 @@ export interface operations {
             /** @description Events after the cursor */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6927,6 +6965,7 @@ export interface operations {
             /** @description The file, with its download URL */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7112,6 +7151,7 @@ export interface operations {
             /** @description A page of messages */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7204,6 +7244,7 @@ export interface operations {
             /** @description The members */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7300,6 +7341,7 @@ export interface operations {
             /** @description The tenant */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7403,6 +7445,7 @@ export interface operations {
             /** @description A page of members */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7612,6 +7655,7 @@ export interface operations {
             /** @description A page of visitors */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7667,6 +7711,7 @@ export interface operations {
             /** @description The visitor */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7728,6 +7773,7 @@ export interface operations {
             /** @description A page of endpoints, oldest first (secrets are never listed) */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7844,6 +7890,7 @@ export interface operations {
             /** @description The endpoint */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7993,6 +8040,7 @@ export interface operations {
             /** @description A page of deliveries */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8170,6 +8218,7 @@ export interface operations {
             /** @description The visitor's conversations */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8275,6 +8324,7 @@ export interface operations {
             /** @description A page of messages */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8503,6 +8553,7 @@ export interface operations {
             /** @description The file, with its download URL */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8655,6 +8706,7 @@ export interface operations {
             /** @description A page of widgets */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8769,6 +8821,7 @@ export interface operations {
             /** @description The widget */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8949,6 +9002,7 @@ export interface operations {
             /** @description A page of workflows, oldest first (signing secrets are never listed) */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9103,6 +9157,7 @@ export interface operations {
             /** @description The workflow */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9301,6 +9356,7 @@ export interface operations {
             /** @description A page of runs; `next_cursor` continues back in time */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { createConversation, createTenant, createVisitor, type TestTenant } from './support/factories.ts';
 import { MAX_FRAMES_WAITING } from '../src/realtime/gateway.ts';
 import { newId } from '../src/shared/ids.ts';
-import { MemoryPresenceTracker } from '../src/realtime/presence-tracker.ts';
+import { MemoryPresenceTracker, type PresenceTracker } from '../src/realtime/presence-tracker.ts';
 import { getHarness } from './support/harness.ts';
 import { type Client, connect, type RealtimeServer, startRealtime } from './support/realtime.ts';
 
@@ -97,13 +97,16 @@ describe('realtime: whatever a client sends on its socket', function () {
   it('a presence update that hangs (Redis away) holds up none of the frames after it', async () => {
     const tracker = new MemoryPresenceTracker();
     let hung = 0;
-    const hanging = Object.assign(Object.create(tracker) as MemoryPresenceTracker, {
-      set: (tenantId: string, subject: string, connectionId: string, status: 'online' | 'away') => {
+    const hanging: PresenceTracker = {
+      set: (tenantId, subject, connectionId, status) => {
         if (status === 'online') return tracker.set(tenantId, subject, connectionId, status);
         hung++;
         return new Promise<never>(() => undefined);
       },
-    });
+      remove: (tenantId, subject, connectionId) => tracker.remove(tenantId, subject, connectionId),
+      refresh: () => tracker.refresh(),
+      presenceOf: (tenantId, userIds) => tracker.presenceOf(tenantId, userIds),
+    };
     const own = await startRealtime({ presence: hanging });
     const member = await connect(own.wsUrl, bearer(t.owner.accessToken));
     try {

@@ -194,21 +194,31 @@ export class S3Storage implements FileStorage {
   async #putFile(key: string, path: string, size: number): Promise<void> {
     const url = new URL(await this.client.presignedPutObject(this.bucket, key, 600));
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    await new Promise<void>((resolve, reject) => {
-      const req = send(url, { method: 'PUT', agent: this.#agent, headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } }, (res) => {
-        const answer: Buffer[] = [];
-        res.on('data', (c: Buffer) => answer.push(c));
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve() : reject(new Error(`S3 PUT ${key} answered ${res.statusCode}: ${Buffer.concat(answer).toString().slice(0, 500)}`)),
-        );
-        res.on('error', reject);
+    let sent: Promise<void> = Promise.resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const req = send(url, { method: 'PUT', agent: this.#agent, headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } }, (res) => {
+          const answer: Buffer[] = [];
+          res.on('data', (c: Buffer) => answer.push(c));
+          res.on('end', () => {
+            if (res.statusCode === 200) return resolve();
+            // Refused, perhaps before the whole body was read: the rest is not sent (a store that stopped
+            // reading would hold the sender's writes, and the put, forever), the socket not reused.
+            req.destroy();
+            reject(new Error(`S3 PUT ${key} answered ${res.statusCode}: ${Buffer.concat(answer).toString().slice(0, 500)}`));
+          });
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        sent = sendFile(path, req).catch((err: unknown) => {
+          req.destroy(err as Error);
+          reject(err as Error);
+        });
       });
-      req.on('error', reject);
-      sendFile(path, req).catch((err: unknown) => {
-        req.destroy(err as Error);
-        reject(err as Error);
-      });
-    });
+    } finally {
+      // The spool file is closed before the put ends (and its caller removes it).
+      await sent;
+    }
   }
 
   async remove(key: string): Promise<void> {
@@ -255,7 +265,7 @@ async function sendFile(path: string, out: Writable): Promise<void> {
       const buffer = buffers[turn % 2]!;
       const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
       // The other buffer's write: it must be taken before that buffer is read into, and one write at a
-      // time. A request that fails calls its writes back with the error.
+      // time. A request destroyed under its writes calls them back with ERR_STREAM_DESTROYED.
       await written;
       if (bytesRead === 0) break;
       written = new Promise<void>((resolve, reject) => {
