@@ -567,6 +567,18 @@ describe('files: the S3 backend sending a spooled upload', function () {
     };
   };
   const key = () => `${newId('tenant')}/${newId('file')}`;
+  /** A store that answers 403 to a request's first bytes, as raw HTTP, and then does what `then` does with its socket. */
+  const refusingStore = (headers: string, then: (socket: import('node:net').Socket, answer: string) => void) =>
+    storeAnswering(() => undefined, (server) => {
+      server.removeAllListeners('connection');
+      server.on('connection', (socket: import('node:net').Socket) => {
+        socket.once('data', () => {
+          const body = '<Error><Code>AccessDenied</Code></Error>';
+          then(socket, `HTTP/1.1 403 Forbidden\r\n${headers}Content-Length: ${body.length}\r\n\r\n${body}`);
+        });
+        socket.on('error', () => undefined);
+      });
+    });
   /** This process's open descriptors of files under dir (a removed file's link ends in " (deleted)"). */
   const openFilesUnder = async (dir: string) => {
     const links = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
@@ -619,17 +631,10 @@ describe('files: the S3 backend sending a spooled upload', function () {
   });
 
   it('a store that refuses and stops reading, keeping the connection, fails the put at its answer', async () => {
-    const store = await storeAnswering(() => undefined, (server) => {
-      server.removeAllListeners('connection');
-      server.on('connection', (socket: import('node:net').Socket) => {
-        socket.once('data', () => {
-          const body = '<Error><Code>AccessDenied</Code></Error>';
-          socket.write(`HTTP/1.1 403 Forbidden\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-          // Reads nothing more: the sender's writes fill the connection and wait.
-          socket.pause();
-        });
-        socket.on('error', () => undefined);
-      });
+    const store = await refusingStore('', (socket, answer) => {
+      socket.write(answer);
+      // Reads nothing more: the sender's writes fill the connection and wait.
+      socket.pause();
     });
     try {
       const error = await store.storage.put(key(), Readable.from(bytes(32 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
@@ -643,21 +648,8 @@ describe('files: the S3 backend sending a spooled upload', function () {
 
   it('a store that refuses before reading the body, closing the connection, fails the put with its answer and the spool file closed', async () => {
     // As a Go server (MinIO) answers with much of the body unread: Connection: close, then its side of
-    // the connection ended while it goes on reading. The client ends its own side at the answer's end,
-    // and a write after that is never called back.
-    const store = await storeAnswering(() => undefined, (server) => {
-      server.removeAllListeners('connection');
-      server.on('connection', (socket: import('node:net').Socket) => {
-        let answered = false;
-        socket.on('data', () => {
-          if (answered) return;
-          answered = true;
-          const body = '<Error><Code>AccessDenied</Code></Error>';
-          socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-        });
-        socket.on('error', () => undefined);
-      });
-    });
+    // the connection ended while it goes on reading (the sender's writes are called back with an error).
+    const store = await refusingStore('Connection: close\r\n', (socket, answer) => socket.end(answer));
     try {
       const error = await store.storage.put(key(), Readable.from(bytes(8 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
       expect(error, 'the put succeeded').to.be.instanceOf(Error);
