@@ -3313,7 +3313,13 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding */
+        /**
+         * @description The request breaks the contract (ERR_VALIDATION); `errors` lists each finding. Besides each
+         *     operation's schemas, every operation refuses: a query parameter it does not declare, a body when it
+         *     declares none (whatever its size), text holding NUL or a lone UTF-16 surrogate, a number JSON cannot
+         *     hold (`1e309`), a numeric parameter written other than in plain decimals, a body nested deeper than 32
+         *     levels, and an array of more than 1,000 items anywhere in a body.
+         */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -3431,6 +3437,16 @@ export interface components {
         };
         /** @description The conversation is closed (ERR_CONVERSATION_CLOSED): reopen it first */
         ConversationClosedConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The contact or visitor named in the body is not one of this tenant's (ERR_NOT_FOUND); another tenant's id is not found either */
+        ConversationCreateNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
@@ -3579,6 +3595,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description In production, the request did not arrive over TLS (ERR_HTTPS_REQUIRED) */
+        HttpsRequired: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.customer-chat.dev/errors/ERR_HTTPS_REQUIRED",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "code": "ERR_HTTPS_REQUIRED",
+                 *       "detail": "Use HTTPS: tokens must never travel over plain HTTP",
+                 *       "request_id": "6f1c1a2e-3a5d-4bd0-9a57-0c7a4a4c5e11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Something unexpected went wrong (ERR_INTERNAL); it is logged with the request id */
         InternalError: {
             headers: {
@@ -3702,6 +3738,18 @@ export interface components {
                  */
                 "application/problem+json": components["schemas"]["Problem"];
             };
+        };
+        /**
+         * @description The answer has not changed since the one whose `ETag` the request sent in `If-None-Match`: no body,
+         *     keep the copy you have. Every JSON answer to a GET carries a weak `ETag`.
+         */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content?: never;
         };
         /** @description The body is not sent as multipart/form-data (ERR_UNSUPPORTED_MEDIA_TYPE) */
         NotMultipart: {
@@ -4023,6 +4071,11 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description A weak validator of the answer; sent back in `If-None-Match`, it gets a 304 while the answer is unchanged
+         * @example W/"1b4-Wm9JYk5lV2tLbDVmT0dQa1lWSk1uRkE"
+         */
+        ETag: string;
+        /**
          * @description IETF RateLimit header (draft 8) for the policy that applies
          * @example "requests"; r=0; t=42
          */
@@ -4064,6 +4117,7 @@ export interface operations {
             /** @description The process is alive */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4075,6 +4129,8 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -4090,6 +4146,7 @@ export interface operations {
             /** @description Ready to serve */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4104,6 +4161,8 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4125,6 +4184,7 @@ export interface operations {
             /** @description A page of keys */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4156,6 +4216,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4732,6 +4793,7 @@ export interface operations {
             /** @description A page of invoices */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4763,6 +4825,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvoiceList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4826,6 +4889,7 @@ export interface operations {
             /** @description The subscription */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4848,6 +4912,8 @@ export interface operations {
                     "application/json": components["schemas"]["BillingSubscription"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -4867,6 +4933,7 @@ export interface operations {
             /** @description The usage */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4886,6 +4953,8 @@ export interface operations {
                     "application/json": components["schemas"]["BillingUsage"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -4941,8 +5010,10 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            403: components["responses"]["HttpsRequired"];
             409: components["responses"]["BillingConflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4965,6 +5036,7 @@ export interface operations {
             /** @description A page of bots, oldest first (keys, secrets and LLM keys are never listed) */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4996,6 +5068,7 @@ export interface operations {
                     "application/json": components["schemas"]["BotList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5076,6 +5149,7 @@ export interface operations {
             /** @description The bot */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5102,6 +5176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Bot"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5293,6 +5368,7 @@ export interface operations {
             /** @description A page of canned responses */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5321,6 +5397,7 @@ export interface operations {
                     "application/json": components["schemas"]["CannedResponseList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5488,6 +5565,7 @@ export interface operations {
             /** @description A page of contacts */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5519,6 +5597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5598,6 +5677,7 @@ export interface operations {
             /** @description The contact */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5618,6 +5698,7 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5755,6 +5836,7 @@ export interface operations {
             /** @description A page of conversations */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5794,6 +5876,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5857,6 +5940,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationCreateNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ConversationCreateUnprocessable"];
@@ -5880,6 +5964,7 @@ export interface operations {
             /** @description The conversation */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5908,6 +5993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Conversation"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6311,6 +6397,7 @@ export interface operations {
             /** @description A page of departments */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6340,6 +6427,7 @@ export interface operations {
                     "application/json": components["schemas"]["DepartmentList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6418,6 +6506,7 @@ export interface operations {
             /** @description The department */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6434,6 +6523,7 @@ export interface operations {
                     "application/json": components["schemas"]["Department"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6637,6 +6727,7 @@ export interface operations {
             /** @description A page of domains */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6662,6 +6753,7 @@ export interface operations {
                     "application/json": components["schemas"]["DomainList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6772,6 +6864,7 @@ export interface operations {
             /** @description Events after the cursor */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6794,6 +6887,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -6871,6 +6965,7 @@ export interface operations {
             /** @description The file, with its download URL */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6894,6 +6989,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileWithUrl"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7055,6 +7151,7 @@ export interface operations {
             /** @description A page of messages */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7085,6 +7182,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7146,6 +7244,7 @@ export interface operations {
             /** @description The members */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7170,6 +7269,7 @@ export interface operations {
                     "application/json": components["schemas"]["TeamMemberList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7241,6 +7341,7 @@ export interface operations {
             /** @description The tenant */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7257,6 +7358,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tenant"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7343,6 +7445,7 @@ export interface operations {
             /** @description A page of members */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7371,6 +7474,7 @@ export interface operations {
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7551,6 +7655,7 @@ export interface operations {
             /** @description A page of visitors */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7582,6 +7687,7 @@ export interface operations {
                     "application/json": components["schemas"]["VisitorList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7605,6 +7711,7 @@ export interface operations {
             /** @description The visitor */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7639,6 +7746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Visitor"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7665,6 +7773,7 @@ export interface operations {
             /** @description A page of endpoints, oldest first (secrets are never listed) */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7698,6 +7807,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7780,6 +7890,7 @@ export interface operations {
             /** @description The endpoint */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7801,6 +7912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -7928,6 +8040,7 @@ export interface operations {
             /** @description A page of deliveries */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7960,6 +8073,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8104,6 +8218,7 @@ export interface operations {
             /** @description The visitor's conversations */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8124,6 +8239,8 @@ export interface operations {
                     "application/json": components["schemas"]["WidgetConversationList"];
                 };
             };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -8175,6 +8292,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["PaymentRequired"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["FileNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidAttachment"];
@@ -8206,6 +8324,7 @@ export interface operations {
             /** @description A page of messages */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8236,6 +8355,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8433,6 +8553,7 @@ export interface operations {
             /** @description The file, with its download URL */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8456,6 +8577,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileWithUrl"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8584,6 +8706,7 @@ export interface operations {
             /** @description A page of widgets */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8617,6 +8740,7 @@ export interface operations {
                     "application/json": components["schemas"]["WidgetList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8697,6 +8821,7 @@ export interface operations {
             /** @description The widget */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8719,6 +8844,7 @@ export interface operations {
                     "application/json": components["schemas"]["Widget"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8876,6 +9002,7 @@ export interface operations {
             /** @description A page of workflows, oldest first (signing secrets are never listed) */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8916,6 +9043,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9029,6 +9157,7 @@ export interface operations {
             /** @description The workflow */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9058,6 +9187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9226,6 +9356,7 @@ export interface operations {
             /** @description A page of runs; `next_cursor` continues back in time */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9268,6 +9399,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRunList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9301,6 +9433,7 @@ export interface operations {
                     "application/json": components["schemas"]["WsTicket"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];

@@ -33,7 +33,7 @@ import { contractDocsRouter } from './http/docs.ts';
 import { mailPagesRouter } from './pages/mail-pages.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
-import { undeclaredBody } from './http/undeclared-body.ts';
+import { declaredBodyParser, undeclaredBody } from './http/undeclared-body.ts';
 import { metricsEndpoint, operationOf, requestMetrics } from './http/metrics.ts';
 import { requestLog } from './http/request-log.ts';
 import { errorHandler, notFoundHandler } from './http/problem.ts';
@@ -223,9 +223,9 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
-  app.use(express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
+  const json = declaredBodyParser(contract, express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limits = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
-  app.use(validatorWithAccess(contract, deps.config.validateResponses, [accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
+  app.use(validatorWithAccess(contract, deps.config.validateResponses, [json, accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
   const router = express.Router();
   mountOperations(router, contract, handlers);
   app.use(contract.basePath, router);
@@ -251,7 +251,8 @@ function outcome(req: express.Request, res: express.Response) {
 
 // express-openapi-validator's chain, with our access middleware (and the rate limits, which need to
 // know the caller) in the place of its security step: after the operation is matched, before the
-// request is validated. The input guard and the undeclared-body check come last there: 401 and 403 before any 400.
+// request is validated. The body is parsed first there (a body over the limit is a 413 before a 401), only
+// for operations that declare one; the input guard and the undeclared-body check come last: 401 and 403 before any 400.
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
   indexRouteLookup();
   compileValidatorsWithoutPaths();

@@ -49,14 +49,18 @@ describe('npm run check catches drift and lint errors', function () {
   it('an operation without an example or a 500 response fails the lint', async () => {
     const file = join(copy, 'openapi/chat.yaml');
     const broken = (await readFile(file, 'utf8')).replace(
-      "              example:\n                status: ok\n        '500':\n          $ref: '#/components/responses/InternalError'\n  /ready:",
+      "              example:\n                status: ok\n        '304':\n          $ref: '#/components/responses/NotModified'\n        '400':\n          $ref: '#/components/responses/BadRequest'\n        '500':\n          $ref: '#/components/responses/InternalError'\n  /ready:",
       '  /ready:',
     );
     expect(broken).not.to.equal(await readFile(file, 'utf8'));
     await writeFile(file, broken);
     const result = lint();
     expect(result.status).not.to.equal(0);
-    expect(result.stdout + result.stderr).to.contain('rule/media-type-has-example').and.contain('rule/operation-has-500');
+    expect(result.stdout + result.stderr)
+      .to.contain('rule/media-type-has-example')
+      .and.contain('rule/operation-has-500')
+      .and.contain('rule/operation-has-400')
+      .and.contain('rule/get-has-304');
   });
 
   it('a duplicated operationId fails the lint', async () => {

@@ -108,14 +108,16 @@ describe('errors are problem+json', () => {
 
   it('a typed error thrown by a service keeps its code', async () => {
     const h = await getHarness();
+    // An operation that declares its 409: the run fails on any answer an operation does not declare.
     const app = h.appWith({
       handlers: {
-        getHealth: async () => {
+        register: async () => {
           throw new AppError('ERR_CONFLICT', 'That shortcut is taken');
         },
       },
     });
-    const body = expectProblem(await request(app).get('/api/health'), 409, 'ERR_CONFLICT');
+    const res = await request(app).post('/api/v1/auth/register').send({ email: 'typed@example.test', password: 'long enough password', name: 'T' });
+    const body = expectProblem(res, 409, 'ERR_CONFLICT');
     expect(body.detail).to.equal('That shortcut is taken');
   });
 

@@ -1,9 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import type { Express } from 'express';
 import { sql } from 'kysely';
@@ -520,6 +521,143 @@ describe('files: who may see and attach them', function () {
     } finally {
       limited.server.closeAllConnections();
       await new Promise((resolve) => limited.server.close(resolve));
+    }
+  });
+});
+
+// The S3 backend sends a spooled upload through two buffers it reuses (src/files/storage.ts sendFile):
+// here against a plain HTTP server standing in for the store, which sees the bytes exactly or drops them.
+describe('files: the S3 backend sending a spooled upload', function () {
+  const storeAnswering = async (
+    onRequest: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void,
+    rewire?: (server: import('node:http').Server) => void,
+  ) => {
+    const { createServer } = await import('node:http');
+    // Half-open: a store may end its side and go on reading.
+    const server = createServer({ allowHalfOpen: true } as never, onRequest);
+    rewire?.(server);
+    // Connections a rewired store handles itself are not the HTTP server's to close.
+    const sockets = new Set<import('node:net').Socket>();
+    server.on('connection', (socket: import('node:net').Socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = await mkdtemp(join(tmpdir(), 'files-test-send-'));
+    const storage = new S3Storage({
+      bucket: 'chat-files',
+      endPoint: '127.0.0.1',
+      port: (server.address() as AddressInfo).port,
+      useSSL: false,
+      region: 'us-east-1',
+      accessKey: 'KEY',
+      secretKey: 'SECRET',
+      pathStyle: true,
+      spoolDir: join(dir, 'spool'),
+    });
+    return {
+      storage,
+      spoolDir: join(dir, 'spool'),
+      spooled: () => readdir(join(dir, 'spool')),
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  };
+  const key = () => `${newId('tenant')}/${newId('file')}`;
+  /** A store that answers 403 to a request's first bytes, as raw HTTP, and then does what `then` does with its socket. */
+  const refusingStore = (headers: string, then: (socket: import('node:net').Socket, answer: string) => void) =>
+    storeAnswering(() => undefined, (server) => {
+      server.removeAllListeners('connection');
+      server.on('connection', (socket: import('node:net').Socket) => {
+        socket.once('data', () => {
+          const body = '<Error><Code>AccessDenied</Code></Error>';
+          then(socket, `HTTP/1.1 403 Forbidden\r\n${headers}Content-Length: ${body.length}\r\n\r\n${body}`);
+        });
+        socket.on('error', () => undefined);
+      });
+    });
+  /** This process's open descriptors of files under dir (a removed file's link ends in " (deleted)"). */
+  const openFilesUnder = async (dir: string) => {
+    const links = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+    return links.filter((link) => link.startsWith(`${dir}/`));
+  };
+
+  it('the store gets every byte in order, a last read shorter than the buffer included', async () => {
+    let received: Buffer | undefined;
+    const store = await storeAnswering((req, res) => {
+      const chunks: Buffer[] = [];
+      // Read slowly: the sender's writes wait on a full socket, so a buffer read into too early would show.
+      req.on('data', (c: Buffer) => {
+        chunks.push(c);
+        req.pause();
+        setImmediate(() => req.resume());
+      });
+      req.on('end', () => {
+        received = Buffer.concat(chunks);
+        res.end();
+      });
+    });
+    try {
+      // Distinct bytes at every offset: a buffer read into before its write was taken would show.
+      const content = Buffer.alloc(3 * 256 * 1024 + 123);
+      for (let i = 0; i + 4 <= content.length; i += 4) content.writeUInt32BE(i, i);
+      await store.storage.put(key(), Readable.from([content.subarray(0, 70_000), content.subarray(70_000)]));
+      expect(received?.length).to.equal(content.length);
+      expect(received!.equals(content)).to.equal(true);
+      expect(await store.spooled()).to.deep.equal([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store that drops the connection mid-body fails the put, with nothing left in the spool', async () => {
+    const store = await storeAnswering((req) => {
+      let seen = 0;
+      req.on('data', (c: Buffer) => {
+        seen += c.length;
+        if (seen > 1024 * 1024) req.socket.destroy();
+      });
+    });
+    try {
+      const error = await store.storage.put(key(), Readable.from(bytes(8 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
+      expect(error, 'the put succeeded').to.be.instanceOf(Error);
+      expect(await store.spooled()).to.deep.equal([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store that refuses and stops reading, keeping the connection, fails the put at its answer', async () => {
+    const store = await refusingStore('', (socket, answer) => {
+      socket.write(answer);
+      // Reads nothing more: the sender's writes fill the connection and wait.
+      socket.pause();
+    });
+    try {
+      const error = await store.storage.put(key(), Readable.from(bytes(32 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
+      expect(error?.message).to.contain('answered 403');
+      expect(await store.spooled()).to.deep.equal([]);
+      expect(await openFilesUnder(store.spoolDir)).to.deep.equal([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store that refuses before reading the body, closing the connection, fails the put with its answer and the spool file closed', async () => {
+    // As a Go server (MinIO) answers with much of the body unread: Connection: close, then its side of
+    // the connection ended while it goes on reading (the sender's writes are called back with an error).
+    const store = await refusingStore('Connection: close\r\n', (socket, answer) => socket.end(answer));
+    try {
+      const error = await store.storage.put(key(), Readable.from(bytes(8 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
+      expect(error, 'the put succeeded').to.be.instanceOf(Error);
+      expect(await store.spooled()).to.deep.equal([]);
+      // Nothing still holds the removed spool file open (the put ends after its sender has).
+      expect(await openFilesUnder(store.spoolDir)).to.deep.equal([]);
+    } finally {
+      await store.close();
     }
   });
 });

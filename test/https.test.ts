@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import request from 'supertest';
 import { loadConfig } from '../src/config.ts';
+import { loadContract } from '../src/http/contract.ts';
 import { startService, type RunningService } from '../src/server.ts';
 import { createTenant } from './support/factories.ts';
 import { TEST_CONFIG, TEST_JWT_SECRET, getHarness } from './support/harness.ts';
@@ -20,7 +21,19 @@ describe('HTTPS', () => {
     const t = await createTenant();
     expectProblem(await request(app).get(`/api/v1/tenants/${t.tenantId}`).set('Authorization', `Bearer ${t.owner.accessToken}`), 403, 'ERR_HTTPS_REQUIRED');
     expectProblem(await request(app).post('/api/v1/auth/login').send({ email: t.owner.email, password: 'x' }), 403, 'ERR_HTTPS_REQUIRED');
+    expectProblem(await request(app).post('/api/v1/billing/webhook').set('Content-Type', 'application/json').send('{}'), 403, 'ERR_HTTPS_REQUIRED');
     await request(app).get('/api/health').expect(200);
+  });
+
+  it('every operation but the probes declares the 403 it answers over plain HTTP', () => {
+    // Refused before the request's operation is looked up, so the run's check of declared answers
+    // (test/support/hooks.ts) does not see these.
+    const { document, operations } = loadContract();
+    const undeclared = operations
+      .filter((op) => !['getHealth', 'getReady'].includes(op.operationId))
+      .filter((op) => !('403' in document.paths[op.path][op.method].responses))
+      .map((op) => op.operationId);
+    expect(undeclared).to.deep.equal([]);
   });
 
   it('behind a trusted proxy that says https, requests pass and HSTS is sent', async () => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { createConversation, createTenant, createVisitor, type TestTenant } from './support/factories.ts';
 import { MAX_FRAMES_WAITING } from '../src/realtime/gateway.ts';
 import { newId } from '../src/shared/ids.ts';
+import { MemoryPresenceTracker, type PresenceTracker } from '../src/realtime/presence-tracker.ts';
 import { getHarness } from './support/harness.ts';
 import { type Client, connect, type RealtimeServer, startRealtime } from './support/realtime.ts';
 
@@ -90,6 +91,33 @@ describe('realtime: whatever a client sends on its socket', function () {
     } finally {
       typist.close();
       watcher.close();
+    }
+  });
+
+  it('a presence update that hangs (Redis away) holds up none of the frames after it', async () => {
+    const tracker = new MemoryPresenceTracker();
+    let hung = 0;
+    const hanging: PresenceTracker = {
+      set: (tenantId, subject, connectionId, status) => {
+        if (status === 'online') return tracker.set(tenantId, subject, connectionId, status);
+        hung++;
+        return new Promise<never>(() => undefined);
+      },
+      remove: (tenantId, subject, connectionId) => tracker.remove(tenantId, subject, connectionId),
+      refresh: () => tracker.refresh(),
+      presenceOf: (tenantId, userIds) => tracker.presenceOf(tenantId, userIds),
+    };
+    const own = await startRealtime({ presence: hanging });
+    const member = await connect(own.wsUrl, bearer(t.owner.accessToken));
+    try {
+      member.ws.send(JSON.stringify({ type: 'presence', status: 'away' }));
+      const before = member.frames.length;
+      member.ws.send(JSON.stringify({ type: 'ping' }));
+      await member.next((f) => f.type === 'pong', before);
+      expect(hung, 'the presence frame never reached the tracker').to.equal(1);
+    } finally {
+      member.close();
+      await own.close();
     }
   });
 

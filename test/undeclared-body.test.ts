@@ -31,6 +31,20 @@ describe('a request body the contract does not declare', () => {
     await request(app).post(`/api/v1/conversations/${c.id}/reopen`).set(bearer(t)).expect(200);
   });
 
+  it('of any size: past the 1 MiB a declared body may have it is still the 400, never a 413 close does not declare', async () => {
+    const { app } = await getHarness();
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const big = JSON.stringify({ note: 'x'.repeat(2 * 1024 * 1024) });
+    const res = await request(app).post(`/api/v1/conversations/${c.id}/close`).set(bearer(t)).set('Content-Type', 'application/json').send(big);
+    expect(expectProblem(res, 400, 'ERR_VALIDATION').errors).to.deep.equal([{ path: '/body', message: 'must be absent: the operation declares no request body' }]);
+    const after = (await request(app).get(`/api/v1/conversations/${c.id}`).set(bearer(t)).expect(200)).body;
+    expect(after.conversation?.status ?? after.status).to.equal('open');
+    // A declared body past the limit is the 413 its operations declare; a path the contract lacks is a 404.
+    expectProblem(await request(app).put(`/api/v1/conversations/${c.id}`).set(bearer(t)).set('Content-Type', 'application/json').send(big), 413, 'ERR_PAYLOAD_TOO_LARGE');
+    expectProblem(await request(app).post('/api/v1/nothing-here').set('Content-Type', 'application/json').send(big), 404, 'ERR_NOT_FOUND');
+  });
+
   it('without a body (or with an empty one) close and reopen answer 200', async () => {
     const { app } = await getHarness();
     const t = await createTenant();

@@ -4,7 +4,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, join, resolve, sep } from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
 import type * as Minio from 'minio';
@@ -194,18 +194,31 @@ export class S3Storage implements FileStorage {
   async #putFile(key: string, path: string, size: number): Promise<void> {
     const url = new URL(await this.client.presignedPutObject(this.bucket, key, 600));
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    await new Promise<void>((resolve, reject) => {
-      const req = send(url, { method: 'PUT', agent: this.#agent, headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } }, (res) => {
-        const answer: Buffer[] = [];
-        res.on('data', (c: Buffer) => answer.push(c));
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve() : reject(new Error(`S3 PUT ${key} answered ${res.statusCode}: ${Buffer.concat(answer).toString().slice(0, 500)}`)),
-        );
-        res.on('error', reject);
+    let sent: Promise<void> = Promise.resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const req = send(url, { method: 'PUT', agent: this.#agent, headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } }, (res) => {
+          const answer: Buffer[] = [];
+          res.on('data', (c: Buffer) => answer.push(c));
+          res.on('end', () => {
+            if (res.statusCode === 200) return resolve();
+            // Refused, perhaps before the whole body was read: the rest is not sent (a store that stopped
+            // reading would hold the sender's writes, and the put, forever), the socket not reused.
+            req.destroy();
+            reject(new Error(`S3 PUT ${key} answered ${res.statusCode}: ${Buffer.concat(answer).toString().slice(0, 500)}`));
+          });
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        sent = sendFile(path, req).catch((err: unknown) => {
+          req.destroy(err as Error);
+          reject(err as Error);
+        });
       });
-      req.on('error', reject);
-      pipeline(createReadStream(path, { highWaterMark: 256 * 1024 }), req).catch(reject);
-    });
+    } finally {
+      // The spool file is closed before the put ends (and its caller removes it).
+      await sent;
+    }
   }
 
   async remove(key: string): Promise<void> {
@@ -231,6 +244,40 @@ export class S3Storage implements FileStorage {
     }
     const spooled = await readdir(this.spoolDir).catch(() => [] as string[]);
     return [...keys, ...spooled.map((name) => `spool/${name}`)];
+  }
+}
+
+/** Bytes per read of a spooled upload. */
+const SPOOL_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * Writes a file's bytes into a stream and ends it, through two buffers filled in turn, each read into only
+ * once the stream has taken its last write. A read stream makes a fresh buffer per read, a gigabyte of
+ * them for 50 uploads of 20 MiB, each to be collected: reusing two per upload took the service's CPU per
+ * MB stored on S3 from 7.6–8.7 ms to 5.7–7.1 (bench:files, three interleaved runs each).
+ */
+async function sendFile(path: string, out: Writable): Promise<void> {
+  const file = await open(path, 'r');
+  try {
+    const buffers = [Buffer.allocUnsafeSlow(SPOOL_CHUNK_BYTES), Buffer.allocUnsafeSlow(SPOOL_CHUNK_BYTES)];
+    let written: Promise<void> = Promise.resolve();
+    for (let turn = 0; ; turn++) {
+      const buffer = buffers[turn % 2]!;
+      const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+      // The other buffer's write: it must be taken before that buffer is read into, and one write at a
+      // time. A request destroyed under its writes calls them back with ERR_STREAM_DESTROYED.
+      await written;
+      if (bytesRead === 0) break;
+      written = new Promise<void>((resolve, reject) => {
+        out.write(buffer.subarray(0, bytesRead), (err) => (err ? reject(err) : resolve()));
+      });
+      // Awaited at the next turn; a failure while the next read runs is not unhandled meanwhile.
+      written.catch(() => undefined);
+    }
+    // The store's answer says whether it took the whole body.
+    out.end();
+  } finally {
+    await file.close();
   }
 }
 

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { AppError } from '../shared/errors.ts';
 import type { Contract } from './contract.ts';
 
@@ -8,19 +8,39 @@ import type { Contract } from './contract.ts';
 // proxy refuse. A body that is never read would also mislead its sender (`{"note": "..."}` on close
 // was silently dropped). Any body counts, `{}` included: the contract says there is none.
 export function undeclaredBody(contract: Contract): RequestHandler {
-  const bodiless = new Set<string>();
-  for (const op of contract.operations) {
-    if (!contract.document.paths[op.path][op.method].requestBody) bodiless.add(`${op.method} ${contract.basePath}${op.path}`);
-  }
+  const bodiless = bodilessOperations(contract);
   return (req, _res, next) => {
-    const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
-    if (bodiless.has(`${req.method.toLowerCase()} ${route}`) && hasBody(req.headers)) {
+    if (bodiless.has(operationKey(req)) && hasBody(req.headers)) {
       throw new AppError('ERR_VALIDATION', 'This operation takes no request body', {
         fieldErrors: [{ path: '/body', message: 'must be absent: the operation declares no request body' }],
       });
     }
     next();
   };
+}
+
+/**
+ * Runs the body parser for operations that declare a body, once the request's operation is known. A
+ * bodiless operation never reads one, so whatever its size the body is the 400 above: parsed first, a body
+ * over the parser's limit was a 413, an answer those operations do not declare. (Node drops an unread body
+ * after the answer.)
+ */
+export function declaredBodyParser(contract: Contract, parse: RequestHandler): RequestHandler {
+  const bodiless = bodilessOperations(contract);
+  return (req, res, next) => (bodiless.has(operationKey(req)) ? next() : parse(req, res, next));
+}
+
+function bodilessOperations(contract: Contract): Set<string> {
+  const bodiless = new Set<string>();
+  for (const op of contract.operations) {
+    if (!contract.document.paths[op.path][op.method].requestBody) bodiless.add(`${op.method} ${contract.basePath}${op.path}`);
+  }
+  return bodiless;
+}
+
+/** The matched operation, as the validator's route lookup left it on the request. */
+function operationKey(req: Request): string {
+  return `${req.method.toLowerCase()} ${(req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute}`;
 }
 
 // As Node's HTTP parser decides whether a message has a body: a non-zero Content-Length, or chunks.

@@ -14,7 +14,8 @@ import { recordFigure } from './figures.ts';
 // (NUL, lone surrogates, huge and non-finite numbers, negative zero, floats for integers, arrays and
 // objects for scalars, deep nesting, missing and extra properties, wrong content types, invalid JSON,
 // broken and unknown ids), all authenticated so that they get past access and reach validation and
-// the handlers. Whatever comes back must be a 4xx problem or a success: never a 5xx, never a hang.
+// the handlers. Whatever comes back must be a 4xx problem or a success, with a status the operation
+// declares: never a 5xx, never a hang, never an answer a client generated from the contract has no type for.
 // Deterministic: FUZZ_SEED picks the run (the failure message names it), FUZZ_REQUESTS its size.
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
@@ -259,6 +260,7 @@ const BAD_PARAMS = [
 // ---- requests -------------------------------------------------------------------------------------------
 
 interface FuzzRequest {
+  op: OperationShape;
   method: string;
   path: string;
   headers: Record<string, string>;
@@ -272,6 +274,8 @@ interface OperationShape {
   bodySchema: Schema | undefined;
   visitor: boolean;
   isPublic: boolean;
+  /** The answers the contract declares: status codes, `4XX`-style ranges, `default`. */
+  responses: string[];
 }
 
 const operations: OperationShape[] = contract.operations.map((op) => {
@@ -287,6 +291,7 @@ const operations: OperationShape[] = contract.operations.map((op) => {
     bodySchema: requestBody?.content?.['application/json']?.schema,
     visitor: security.some((r) => 'visitorAuth' in r),
     isPublic: security.length === 0 || security.some((r) => Object.keys(r).length === 0),
+    responses: Object.keys(spec.responses ?? {}),
   };
 });
 
@@ -380,7 +385,7 @@ function buildRequest(op: OperationShape, rng: Rng, fx: Fixture): FuzzRequest {
   }
   if (body !== undefined) headers['content-type'] ??= 'application/json';
 
-  return { method: op.method.toUpperCase(), path: query.length > 0 ? `${path}?${query.join('&')}` : path, headers, body };
+  return { op, method: op.method.toUpperCase(), path: query.length > 0 ? `${path}?${query.join('&')}` : path, headers, body };
 }
 
 // ---- sending --------------------------------------------------------------------------------------------
@@ -415,6 +420,14 @@ function send(agent: http.Agent, port: number, req: FuzzRequest): Promise<Outcom
     outgoing.end(body);
   });
 }
+
+/**
+ * Whether the contract lets the operation answer this status: a client generated from it has a type for it.
+ * A 405 names no operation (an empty id made the path another one's, which lacks the method).
+ */
+const declares = (op: OperationShape, status: number) =>
+  status === 405 ||
+  op.responses.some((r) => r === 'default' || r === String(status) || r === `${String(status)[0]}XX`);
 
 const excerpt = (text: string | undefined, n = 300) => (text === undefined ? '' : text.length > n ? `${text.slice(0, n)}… (${text.length} chars)` : text);
 
@@ -471,7 +484,7 @@ describe('fuzz: every operation of the contract, malformed and boundary input', 
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it(`${REQUESTS} requests (seed ${SEED}): no 5xx, no hang, every 4xx a problem`, async () => {
+  it(`${REQUESTS} requests (seed ${SEED}): no 5xx, no hang, every 4xx a problem the operation declares`, async () => {
     const rng = prng(SEED);
     // Built up front, so the sequence depends on the seed alone, not on how answers interleave.
     const requests = Array.from({ length: REQUESTS }, (_, i) => buildRequest(operations[i % operations.length]!, rng, fx));
@@ -494,6 +507,8 @@ describe('fuzz: every operation of the contract, malformed and boundary input', 
             failures.push(`${res.status} for ${where}\n      answer ${excerpt(res.text)}`);
           } else if (res.status >= 400 && !res.contentType.startsWith('application/problem+json')) {
             failures.push(`${res.status} not problem+json (${res.contentType}) for ${where}\n      answer ${excerpt(res.text)}`);
+          } else if (!declares(req.op, res.status)) {
+            failures.push(`${res.status} is not among the answers ${req.op.method.toUpperCase()} ${req.op.path} declares (${req.op.responses.join(', ')}) for ${where}\n      answer ${excerpt(res.text)}`);
           }
         } catch (err) {
           failures.push(`no answer (${(err as Error).name}: ${(err as Error).message}) for ${where}`);

@@ -1,6 +1,7 @@
 // Loaded by mocha before any test file (.mocharc.json). Settings for the whole run, then the one
 // shared harness is closed when every test has run.
 import dns from 'node:dns';
+import http from 'node:http';
 import { isIP } from 'node:net';
 
 process.env.NODE_ENV = 'test';
@@ -22,9 +23,33 @@ const allowed = (host: string) => isIP(host) !== 0 || LOOPBACK_NAMES.has(host.to
 process.env.LOG_LEVEL ??= 'silent';
 process.env.BCRYPT_COST ??= '4';
 
+// Every answer of every test is held against its operation's declared responses: a status the contract
+// does not declare is one a validating proxy refuses and a generated client has no type for. The run
+// fails at its end with the list. What the request matched is on it once the validator's route lookup ran:
+// answers given before it are not checked here (plain HTTP refused in production, test/https.test.ts holds
+// that 403 declared; the billing webhook's raw body over its limit; CORS preflights), nor answers to paths
+// outside the contract, 404 and 405 among them, which name no operation.
+const undeclared = new Map<string, number>();
+const writeHead = http.ServerResponse.prototype.writeHead;
+http.ServerResponse.prototype.writeHead = function (this: http.ServerResponse, statusCode: number, ...rest: unknown[]) {
+  const openapi = (this.req as { openapi?: { openApiRoute?: string; schema?: { responses?: Record<string, unknown> } } } | undefined)?.openapi;
+  const responses = openapi?.schema?.responses;
+  if (responses && !declaresStatus(Object.keys(responses), statusCode)) {
+    const key = `${statusCode} from ${this.req.method} ${openapi.openApiRoute}`;
+    undeclared.set(key, (undeclared.get(key) ?? 0) + 1);
+  }
+  return (writeHead as (...args: unknown[]) => http.ServerResponse).call(this, statusCode, ...rest);
+} as typeof writeHead;
+
+const declaresStatus = (declared: string[], status: number) =>
+  declared.some((r) => r === 'default' || r === String(status) || r === `${String(status)[0]}XX`);
+
 export const mochaHooks = {
   async afterAll() {
     const { closeHarness } = await import('./harness.ts');
     await closeHarness();
+    if (undeclared.size > 0) {
+      throw new Error(`answers their operation does not declare (status from operation: times):\n  ${[...undeclared].map(([k, n]) => `${k}: ${n}`).join('\n  ')}`);
+    }
   },
 };

@@ -33,12 +33,14 @@ export async function startRealtime(
     /** The gateway's own database, when a test watches what the streams ask of it. */
     streamDatabase?: Database;
     config?: Partial<AppDeps['config']>;
+    /** Replaces the in-memory presence tracker (without redisUrl). */
+    presence?: PresenceTracker;
   } = {},
 ): Promise<RealtimeServer> {
   const h = await getHarness();
   const database = options.database ?? h.database;
   let redis: RedisClientType | undefined;
-  let presence: PresenceTracker = new MemoryPresenceTracker();
+  let presence: PresenceTracker = options.presence ?? new MemoryPresenceTracker();
   let tickets: TicketStore = new MemoryTicketStore();
   let fanout: Fanout = new LocalFanout();
   if (options.redisUrl) {
