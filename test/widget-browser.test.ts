@@ -65,9 +65,13 @@ describe('the chat widget in a browser', function () {
   }
 
   async function write(page: Page, text: string) {
-    await page.locator('chat-widget textarea#chat-input').fill(text);
+    const input = page.locator('chat-widget textarea#chat-input');
+    await input.fill(text);
     await page.keyboard.press('Enter');
     await page.locator('chat-widget .log li.visitor', { hasText: text }).waitFor(WAIT);
+    // The socket can show the message before the send has finished (a first message is read back after
+    // the conversation starts), and the widget takes no new send until then: the box emptied says it has.
+    await page.waitForFunction((el) => (el as unknown as { value: string }).value === '', await input.elementHandle(), WAIT);
   }
 
   it('a visitor writes, an agent answers live, a cut connection loses and doubles nothing, and the survey is answered', async () => {
