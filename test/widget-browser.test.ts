@@ -238,6 +238,48 @@ describe('the chat widget in a browser', function () {
     }
   });
 
+  it('Enter pressed while a message is on its way sends the next once that one is stored: nothing written is lost', async () => {
+    const t = await createTenant();
+    const widget = await widgetOf(t);
+    const browsing = await openBrowser();
+    try {
+      const page = await browsing.context.newPage();
+      await openWidget(page, `${site.url}/?widget=${widget.id}`);
+      await write(page, 'First question');
+      // The next send is held on its way until the visitor has written and sent another.
+      let reached!: () => void;
+      const held = new Promise<void>((resolve) => (reached = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let holding = true;
+      await page.route('**/api/v1/widget/conversations/*/messages', async (route) => {
+        if (route.request().method() === 'POST' && holding) {
+          holding = false;
+          reached();
+          await released;
+        }
+        await route.continue();
+      });
+      const input = page.locator('chat-widget textarea#chat-input');
+      await input.fill('Second question');
+      await page.keyboard.press('Enter');
+      await held;
+      await input.fill('Third question');
+      await page.keyboard.press('Enter');
+      release();
+      await page.locator('chat-widget .log li.visitor', { hasText: 'Third question' }).waitFor(WAIT);
+      await page.waitForFunction((el) => (el as unknown as { value: string }).value === '', await input.elementHandle(), WAIT);
+      const shown = await page.locator('chat-widget .log li.visitor').allTextContents();
+      expect(shown.map((text) => ['First question', 'Second question', 'Third question'].find((m) => text.includes(m)))).to.deep.equal([
+        'First question',
+        'Second question',
+        'Third question',
+      ]);
+    } finally {
+      await browsing.close();
+    }
+  });
+
   it('tells the visitor when they are offline or rate limited, and keeps what they wrote', async () => {
     const limited = await startRealtime({ config: { rateLimits: { ...(await import('./support/harness.ts')).TEST_CONFIG.rateLimits, widgetMessages: 1 } } });
     const limitedApi = limited.wsUrl.replace(/^ws/, 'http').replace(/\/api\/v1\/ws$/, '');

@@ -66,6 +66,8 @@ export class Chat {
   #typingIdle: ReturnType<typeof setTimeout> | undefined;
   #typingShown: ReturnType<typeof setTimeout> | undefined;
   #loadOnWelcome = true;
+  /** Enter was pressed while a send was in flight: what the box holds then is sent once that one is stored. */
+  #sendQueued = false;
 
   readonly #ui = {
     root: h('div', { class: 'root', part: 'root' }),
@@ -381,9 +383,15 @@ export class Chat {
   }
 
   async #send(): Promise<void> {
-    const content = this.#ui.input.value.trim();
-    if (!content || this.#ui.send.disabled) return;
+    const written = this.#ui.input.value;
+    const content = written.trim();
+    if (!content) return;
+    if (this.#ui.send.disabled) {
+      this.#sendQueued = true;
+      return;
+    }
     this.#ui.send.disabled = true;
+    let stored = false;
     const attachments = this.#attachments.map((a) => a.id);
     const body: S['WidgetMessageCreate'] = { content, ...(attachments.length ? { attachments } : {}) };
     try {
@@ -397,9 +405,12 @@ export class Chat {
       } else {
         this.#add(await this.#api.sendMessage(c.id, body), false);
       }
-      // Only once it is stored does the text leave the box: a failed send keeps what the visitor wrote.
-      this.#ui.input.value = '';
-      this.#attachments = [];
+      // Only once it is stored does the text leave the box: a failed send keeps what the visitor wrote,
+      // and what they wrote while it was on its way stays for the next.
+      const now = this.#ui.input.value;
+      this.#ui.input.value = now.startsWith(written) ? now.slice(written.length).trimStart() : now;
+      stored = true;
+      this.#attachments = this.#attachments.filter((a) => !attachments.includes(a.id));
       this.#renderChips();
       this.#typing(false);
       this.#clearAlert();
@@ -415,6 +426,10 @@ export class Chat {
     } finally {
       this.#ui.send.disabled = false;
     }
+    // After a refusal the box is left to the visitor: sending it again at once would be refused again.
+    const queued = this.#sendQueued;
+    this.#sendQueued = false;
+    if (stored && queued) await this.#send();
   }
 
   async #upload(): Promise<void> {
