@@ -29,6 +29,13 @@ export interface Contract {
   basePath: string;
 }
 
+/** An operation's key for per-operation tables: "post /api/v1/workflows" (base path included). */
+export const operationKeyOf = (contract: Contract, op: OperationInfo): string => `${op.method} ${contract.basePath}${op.path}`;
+
+/** The key of the operation a request matched, once the validator's route lookup has run (see operationKeyOf). */
+export const requestOperationKey = (req: Request): string =>
+  `${req.method.toLowerCase()} ${(req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute}`;
+
 export function loadContract(document: Record<string, any> = JSON.parse(readFileSync(CONTRACT_JSON_PATH, 'utf8'))): Contract {
   const operations: OperationInfo[] = [];
   for (const [path, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../shared/errors.ts';
-import type { Contract } from './contract.ts';
+import { type Contract, operationKeyOf, requestOperationKey } from './contract.ts';
 
 // Input that JSON Schema lets through but nothing behind it can hold. It runs for every operation,
 // before the contract's own validation, so no handler (and no database) ever sees it:
@@ -53,16 +53,16 @@ export function inputGuard(contract: Contract): RequestHandler {
 
   return (req, _res, next) => {
     const findings: Finding[] = [];
-    const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
+    const operation = requestOperationKey(req);
     textOf(req.params, '/path', findings);
     textOf(req.query, '/query', findings);
     if (req.body !== undefined) {
-      const bounds = arrayBounds.get(`${req.method.toLowerCase()} ${route}`);
+      const bounds = arrayBounds.get(operation);
       if (bounds) checkArrays(req.body, bounds, '/body', findings);
       walkBody(req.body, findings);
     }
 
-    for (const parameter of numericParameters.get(`${req.method.toLowerCase()} ${route}`) ?? []) {
+    for (const parameter of numericParameters.get(operation) ?? []) {
       const value =
         parameter.in === 'query'
           ? (req.query as Record<string, unknown>)[parameter.name]
@@ -138,7 +138,7 @@ function arrayBoundsByRoute(contract: Contract): Map<string, ArrayBounds> {
   for (const op of contract.operations) {
     const body = resolve(document.paths[op.path][op.method].requestBody) as { content?: Record<string, { schema?: SchemaObject }> } | undefined;
     const bounds = boundsOf(body?.content?.['application/json']?.schema, 0);
-    if (bounds) byRoute.set(`${op.method} ${contract.basePath}${op.path}`, bounds);
+    if (bounds) byRoute.set(operationKeyOf(contract, op), bounds);
   }
   return byRoute;
 }
@@ -168,7 +168,7 @@ function numericParametersByRoute(contract: Contract): Map<string, NumericParame
       const name = parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name;
       numeric.push({ name: parameter.name, in: parameter.in, kind, pointer: `/${location}/${pointerSegment(name)}` });
     }
-    if (numeric.length > 0) byRoute.set(`${op.method} ${contract.basePath}${op.path}`, numeric);
+    if (numeric.length > 0) byRoute.set(operationKeyOf(contract, op), numeric);
   }
   return byRoute;
 }

@@ -1,6 +1,6 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { AppError } from '../shared/errors.ts';
-import type { Contract } from './contract.ts';
+import { type Contract, operationKeyOf, requestOperationKey } from './contract.ts';
 
 // A request body on an operation whose contract declares none (close, reopen, every GET and DELETE)
 // is a 400. express-openapi-validator checks only bodies the contract declares and lets any other
@@ -10,7 +10,7 @@ import type { Contract } from './contract.ts';
 export function undeclaredBody(contract: Contract): RequestHandler {
   const bodiless = bodilessOperations(contract);
   return (req, _res, next) => {
-    if (bodiless.has(operationKey(req)) && hasBody(req.headers)) {
+    if (bodiless.has(requestOperationKey(req)) && hasBody(req.headers)) {
       throw new AppError('ERR_VALIDATION', 'This operation takes no request body', {
         fieldErrors: [{ path: '/body', message: 'must be absent: the operation declares no request body' }],
       });
@@ -27,20 +27,15 @@ export function undeclaredBody(contract: Contract): RequestHandler {
  */
 export function declaredBodyParser(contract: Contract, parse: RequestHandler): RequestHandler {
   const bodiless = bodilessOperations(contract);
-  return (req, res, next) => (bodiless.has(operationKey(req)) ? next() : parse(req, res, next));
+  return (req, res, next) => (bodiless.has(requestOperationKey(req)) ? next() : parse(req, res, next));
 }
 
 function bodilessOperations(contract: Contract): Set<string> {
   const bodiless = new Set<string>();
   for (const op of contract.operations) {
-    if (!contract.document.paths[op.path][op.method].requestBody) bodiless.add(`${op.method} ${contract.basePath}${op.path}`);
+    if (!contract.document.paths[op.path][op.method].requestBody) bodiless.add(operationKeyOf(contract, op));
   }
   return bodiless;
-}
-
-/** The matched operation, as the validator's route lookup left it on the request. */
-function operationKey(req: Request): string {
-  return `${req.method.toLowerCase()} ${(req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute}`;
 }
 
 // As Node's HTTP parser decides whether a message has a body: a non-zero Content-Length, or chunks.

@@ -8,6 +8,7 @@ import { loadContract } from '../../src/http/contract.ts';
 import { newId, newUuid } from '../../src/shared/ids.ts';
 import { addMember, createConversation, createTenant, type TestTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
+import { declaresStatus } from '../support/hooks.ts';
 import { recordFigure } from './figures.ts';
 
 // A schema-driven fuzz over every operation of the contract: well-formed requests with one part broken
@@ -425,9 +426,7 @@ function send(agent: http.Agent, port: number, req: FuzzRequest): Promise<Outcom
  * Whether the contract lets the operation answer this status: a client generated from it has a type for it.
  * A 405 names no operation (an empty id made the path another one's, which lacks the method).
  */
-const declares = (op: OperationShape, status: number) =>
-  status === 405 ||
-  op.responses.some((r) => r === 'default' || r === String(status) || r === `${String(status)[0]}XX`);
+const declares = (op: OperationShape, status: number) => status === 405 || declaresStatus(op.responses, status);
 
 const excerpt = (text: string | undefined, n = 300) => (text === undefined ? '' : text.length > n ? `${text.slice(0, n)}… (${text.length} chars)` : text);
 

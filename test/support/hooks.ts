@@ -41,7 +41,8 @@ http.ServerResponse.prototype.writeHead = function (this: http.ServerResponse, s
   return (writeHead as (...args: unknown[]) => http.ServerResponse).call(this, statusCode, ...rest);
 } as typeof writeHead;
 
-const declaresStatus = (declared: string[], status: number) =>
+/** Whether responses keyed as in the contract ('200', '4XX', 'default') cover the status. */
+export const declaresStatus = (declared: string[], status: number) =>
   declared.some((r) => r === 'default' || r === String(status) || r === `${String(status)[0]}XX`);
 
 export const mochaHooks = {
