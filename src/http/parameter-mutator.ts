@@ -58,6 +58,8 @@ function isPlain(mutator: Mutator, parameters: unknown[]): boolean {
     const parameter = dereferenceParameter(mutator._apiDocs, p);
     if (parameter.content !== undefined) return false;
     if (!['path', 'query', 'header'].includes(parameter.in)) return false;
+    // The validator splits such a query value on commas, and fails on a key without a value (`?s`).
+    if (parameter.in === 'query' && (parameter as { explode?: boolean }).explode === false) return false;
     const { schema } = normalizeParameter(mutator.ajv, parameter);
     return schema.type !== 'array' && !mutator.isObjectOrXOf(schema);
   });

@@ -84,7 +84,7 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
   // Every request passes this one: it sets its headers itself (express-rate-limit hashed the key for the
   // policy's `pk` at every request, and read the limiter's name through an await: 18 µs of a list page's 580).
   const requestsStore = storeFor('requests');
-  const requestsInfo = (req: Request) => (req as Request & { rateLimit: RateLimitInfo }).rateLimit;
+  const requestsInfo = (req: Request) => (req as Request & { rateLimit?: RateLimitInfo }).rateLimit;
   const requests = rateLimit({
     ...(requestsStore ? { store: requestsStore } : {}),
     identifier: 'requests',
@@ -100,10 +100,11 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
       return `addr:${clientAddress(req)}`;
     },
     handler: (req, res, next) => {
-      const info = requestsInfo(req);
+      // The limiter calls this only once it has counted the request, with what it counted.
+      const info = requestsInfo(req)!;
       setDraft8Headers(res, 'requests', 60_000, info);
       const retryAfter = resetSecondsOf(info, 60_000);
-      res.setHeader('Retry-After', String(retryAfter));
+      if (!res.headersSent) res.setHeader('Retry-After', String(retryAfter));
       next(new AppError('ERR_RATE_LIMITED', `Too many requests; retry after ${retryAfter} seconds`));
     },
   }) as RequestHandler;
@@ -125,7 +126,8 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
     void requests(req, res, (err?: unknown) => {
       if (err) return next(err);
       const info = requestsInfo(req);
-      // None when the limiter let the request through without counting it (its store failed, and it was told to pass on that).
+      // Always there as configured (no skip, store errors not passed over); a limiter that let a request through
+      // uncounted would leave none, and no headers are better than made-up ones.
       if (info) setDraft8Headers(res, 'requests', 60_000, info);
       if (own) void own(req, res, next);
       else next();
