@@ -65,6 +65,7 @@ import { botHandlers } from './bots/bot.handlers.ts';
 import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
+import { skipPlainParameterMutation } from './http/parameter-mutator.ts';
 import { indexRouteLookup } from './http/route-lookup.ts';
 import { compileValidatorsWithoutPaths } from './http/validator-compile.ts';
 import { SecretBox } from './shared/secret-box.ts';
@@ -256,6 +257,7 @@ function outcome(req: express.Request, res: express.Response) {
 function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
   indexRouteLookup();
   compileValidatorsWithoutPaths();
+  skipPlainParameterMutation();
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
     // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import express from 'express';
+import { rateLimit } from 'express-rate-limit';
 import request from 'supertest';
 import { createClient } from 'redis';
 import { redisStoreFactory } from '../src/http/rate-limit.ts';
@@ -28,6 +30,30 @@ describe('rate limits', () => {
     // Another user has a budget of their own.
     const other = await createTenant();
     await request(app).get(`/api/v1/tenants/${other.tenantId}`).set({ Authorization: `Bearer ${other.owner.accessToken}` }).expect(200);
+  });
+
+  it('the per-credential headers are the ones express-rate-limit writes itself (draft-8), on the 429 too', async () => {
+    const h = await getHarness();
+    const app = h.appWith({}, limits({ perMinute: 2 }));
+    const t = await createTenant();
+    // The library's own draft-8 limiter, counting the same key in the same window.
+    const reference = express();
+    reference.use(
+      rateLimit({ identifier: 'requests', windowMs: 60_000, limit: 2, standardHeaders: 'draft-8', legacyHeaders: false, keyGenerator: () => `user:${t.owner.userId}` }),
+    );
+    reference.get('/', (_req, res) => res.end());
+    const headersOf = (res: request.Response) => ({
+      policy: res.headers['ratelimit-policy'] as string,
+      limit: String(res.headers['ratelimit']).replace(/t=\d+/, 't=?'),
+      retryAfter: res.headers['retry-after'] !== undefined,
+      status: res.status,
+    });
+    for (let i = 0; i < 3; i++) {
+      const ours = await request(app).get(`/api/v1/tenants/${t.tenantId}`).set({ Authorization: `Bearer ${t.owner.accessToken}` });
+      const theirs = await request(reference).get('/');
+      expect(headersOf(ours), `request ${i + 1}`).to.deep.equal(headersOf(theirs));
+      expect(ours.headers['ratelimit-policy']).to.match(/pk=:[A-Za-z0-9+/=]+:$/);
+    }
   });
 
   it('health probes are never limited', async () => {
