@@ -55,6 +55,9 @@ function partitionKeyOf(key: string): string {
   return pk;
 }
 
+/** What a limiter counted for the request (express-rate-limit leaves it there; each limiter in turn). */
+const infoOf = (req: Request) => (req as Request & { rateLimit?: RateLimitInfo }).rateLimit;
+
 /** Seconds until the window resets, as express-rate-limit counts them. */
 const resetSecondsOf = (info: RateLimitInfo, windowMs: number) =>
   info.resetTime ? Math.max(0, Math.ceil((info.resetTime.getTime() - Date.now()) / 1000)) : Math.ceil(windowMs / 1000);
@@ -69,45 +72,44 @@ function setDraft8Headers(res: Response, name: string, windowMs: number, info: R
 // The three budgets (docs/decisions.md, Rate limits): per credential (or address, for anonymous calls); login per e-mail
 // and address; forgot-password per e-mail. They run after authentication, so they know the caller.
 export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitStoreFactory): RequestHandler {
-  const common = {
-    standardHeaders: 'draft-8' as const,
-    legacyHeaders: false,
-    handler: ((req, res, next) => {
-      const retryAfter = res.getHeader('Retry-After');
-      next(new AppError('ERR_RATE_LIMITED', `Too many requests; retry after ${retryAfter ?? 'a while'} seconds`));
-    }) as Parameters<typeof rateLimit>[0] extends infer O ? (O extends { handler?: infer H } ? H : never) : never,
-  };
+  // Each limiter writes its headers itself: express-rate-limit hashed the key for the policy's `pk` at every
+  // request and read the limiter's name through an await (18 µs of a list page's 580).
   const limiter = (name: string, identifier: string, windowMs: number, limit: number, keyGenerator: (req: Request, res: Response) => string) => {
     const store = storeFor(name);
-    return rateLimit({ ...common, ...(store ? { store } : {}), identifier, windowMs, limit, keyGenerator }) as RequestHandler;
+    const counted = rateLimit({
+      ...(store ? { store } : {}),
+      identifier,
+      windowMs,
+      limit,
+      keyGenerator,
+      standardHeaders: false,
+      legacyHeaders: false,
+      handler: (req, res, next) => {
+        // The limiter calls this only once it has counted the request, with what it counted.
+        const info = infoOf(req)!;
+        setDraft8Headers(res, identifier, windowMs, info);
+        const retryAfter = resetSecondsOf(info, windowMs);
+        if (!res.headersSent) res.setHeader('Retry-After', String(retryAfter));
+        next(new AppError('ERR_RATE_LIMITED', `Too many requests; retry after ${retryAfter} seconds`));
+      },
+    }) as RequestHandler;
+    return ((req, res, next) =>
+      counted(req, res, (err?: unknown) => {
+        if (err) return next(err);
+        const info = infoOf(req);
+        // Always there as configured (no skip, store errors not passed over); a limiter that let a request
+        // through uncounted would leave none, and no headers are better than made-up ones.
+        if (info) setDraft8Headers(res, identifier, windowMs, info);
+        next();
+      })) as RequestHandler;
   };
-  // Every request passes this one: it sets its headers itself (express-rate-limit hashed the key for the
-  // policy's `pk` at every request, and read the limiter's name through an await: 18 µs of a list page's 580).
-  const requestsStore = storeFor('requests');
-  const requestsInfo = (req: Request) => (req as Request & { rateLimit?: RateLimitInfo }).rateLimit;
-  const requests = rateLimit({
-    ...(requestsStore ? { store: requestsStore } : {}),
-    identifier: 'requests',
-    windowMs: 60_000,
-    limit: settings.perMinute,
-    standardHeaders: false,
-    legacyHeaders: false,
-    keyGenerator: (req, res) => {
-      const principal = res.locals.principal as Principal | undefined;
-      if (principal?.kind === 'user') return `user:${principal.userId}`;
-      if (principal?.kind === 'api_key') return `key:${principal.keyId}`;
-      if (principal?.kind === 'visitor') return `visitor:${principal.visitorId}`;
-      return `addr:${clientAddress(req)}`;
-    },
-    handler: (req, res, next) => {
-      // The limiter calls this only once it has counted the request, with what it counted.
-      const info = requestsInfo(req)!;
-      setDraft8Headers(res, 'requests', 60_000, info);
-      const retryAfter = resetSecondsOf(info, 60_000);
-      if (!res.headersSent) res.setHeader('Retry-After', String(retryAfter));
-      next(new AppError('ERR_RATE_LIMITED', `Too many requests; retry after ${retryAfter} seconds`));
-    },
-  }) as RequestHandler;
+  const requests = limiter('requests', 'requests', 60_000, settings.perMinute, (req, res) => {
+    const principal = res.locals.principal as Principal | undefined;
+    if (principal?.kind === 'user') return `user:${principal.userId}`;
+    if (principal?.kind === 'api_key') return `key:${principal.keyId}`;
+    if (principal?.kind === 'visitor') return `visitor:${principal.visitorId}`;
+    return `addr:${clientAddress(req)}`;
+  });
   // Each applies to one operation, and only its own is called: seven limiters that each decided to skip
   // (each an async middleware reading the client address on its way) were 50 µs of every request.
   const byOperation = new Map<string, RequestHandler>([
@@ -123,14 +125,6 @@ export function rateLimiters(settings: RateLimitSettings, storeFor: RateLimitSto
     const operationId = operationIdOf(req);
     if (operationId !== undefined && UNLIMITED_OPERATIONS.has(operationId)) return next();
     const own = operationId === undefined ? undefined : byOperation.get(operationId);
-    void requests(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      const info = requestsInfo(req);
-      // Always there as configured (no skip, store errors not passed over); a limiter that let a request through
-      // uncounted would leave none, and no headers are better than made-up ones.
-      if (info) setDraft8Headers(res, 'requests', 60_000, info);
-      if (own) void own(req, res, next);
-      else next();
-    });
+    void requests(req, res, own ? (err?: unknown) => (err ? next(err) : void own(req, res, next)) : next);
   };
 }
