@@ -254,16 +254,23 @@ export const samples: Record<string, Record<string, unknown>> = {
     findJob: ['job'],
   }),
   'messages/message.repository.ts': of<typeof message>({
-    insertMessage: [
-      { id: 'msg', tenant_id: 'tn', conversation_id: 'conv', sender_type: 'user', sender_id: 'usr', type: 'text', content: 'c', internal: false, attachments: [], created_at: NOW, sender_name: null, sender_avatar_url: null },
-    ],
+    insertMessage: {
+      cases: {
+        'counted for its sender': [
+          { id: 'msg', tenant_id: 'tn', conversation_id: 'conv', sender_type: 'user', sender_id: 'usr', type: 'text', content: 'c', internal: false, attachments: [], created_at: NOW, sender_name: null, sender_avatar_url: null },
+          { countForSender: true },
+        ],
+        'a system message': [
+          { id: 'msg', tenant_id: 'tn', conversation_id: 'conv', sender_type: 'system', sender_id: null, type: 'system', content: 'c', internal: false, attachments: [], created_at: NOW, sender_name: null, sender_avatar_url: null },
+        ],
+      },
+    },
     listMessages: {
       cases: {
         'newest page': ['conv', { limit: 20 }],
         "the visitor's view, before a cursor": ['conv', { limit: 20, before: AFTER }, { publicOnly: true }],
       },
     },
-    countOwnMessage: [{ tenant_id: 'tn', conversation_id: 'conv', sender_id: 'usr' }],
     upsertReadMark: [{ tenant_id: 'tn', conversation_id: 'conv', reader_id: 'usr', last_read_at: NOW }],
     claimIdempotencyKey: {
       cases: {

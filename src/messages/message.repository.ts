@@ -28,45 +28,52 @@ const MESSAGE_COLUMNS = allColumns<MessagesTable>()([
   'sender_avatar_url',
 ]);
 
-const insertMessageStatement = prepared((db, p: Omit<Required<NewMessage>, 'attachments'> & { attachments: string }) =>
-  db
-    .insertInto('messages')
-    .values({
-      id: p.id,
-      tenant_id: p.tenant_id,
-      conversation_id: p.conversation_id,
-      sender_type: p.sender_type,
-      sender_id: p.sender_id,
-      type: p.type,
-      content: p.content,
-      internal: p.internal,
-      attachments: p.attachments,
-      created_at: p.created_at,
-      sender_name: p.sender_name,
-      sender_avatar_url: p.sender_avatar_url,
-    })
-    .returning(MESSAGE_COLUMNS),
-);
+type MessageParams = Omit<Required<NewMessage>, 'attachments'> & { attachments: string };
 
-export async function insertMessage(trx: Tx, message: Required<NewMessage>) {
-  const { rows } = await insertMessageStatement(trx, { ...message, attachments: JSON.stringify(message.attachments) });
-  return rows[0]!;
-}
+const messageValues = (p: MessageParams) => ({
+  id: p.id,
+  tenant_id: p.tenant_id,
+  conversation_id: p.conversation_id,
+  sender_type: p.sender_type,
+  sender_id: p.sender_id,
+  type: p.type,
+  content: p.content,
+  internal: p.internal,
+  attachments: p.attachments,
+  created_at: p.created_at,
+  sender_name: p.sender_name,
+  sender_avatar_url: p.sender_avatar_url,
+});
+
+const insertMessageStatement = prepared((db, p: MessageParams) => db.insertInto('messages').values(messageValues(p)).returning(MESSAGE_COLUMNS));
 
 /**
  * A message others will see as unread counts for its sender too, since their read mark, so that their own
  * messages are never unread to them. (The conversation's own counter goes up with its last message:
- * conversation.repository updateConversation, countMessage.)
+ * conversation.repository updateConversation, countMessage.) The sender's count is written in the message's
+ * own statement: a send's round trips to the database are most of its time (seven took 3.8 of a warm send's
+ * 4.4 ms), and this one returns nothing the send needs. A data-modifying WITH runs once whether or not the
+ * rest reads it.
  */
-const countOwnMessageStatement = prepared((db, p: { tenant_id: string; conversation_id: string; sender_id: string }) =>
+const insertCountedMessageStatement = prepared((db, p: MessageParams) =>
   db
-    .insertInto('read_marks')
-    .values({ tenant_id: p.tenant_id, conversation_id: p.conversation_id, reader_id: p.sender_id, last_read_at: null, own_since: 1 })
-    .onConflict((oc) => oc.columns(['conversation_id', 'reader_id']).doUpdateSet({ own_since: sql`read_marks.own_since + 1` })),
+    .with('own', (w) =>
+      w
+        .insertInto('read_marks')
+        .values({ tenant_id: p.tenant_id, conversation_id: p.conversation_id, reader_id: p.sender_id!, last_read_at: null, own_since: 1 })
+        .onConflict((oc) => oc.columns(['conversation_id', 'reader_id']).doUpdateSet({ own_since: sql`read_marks.own_since + 1` })),
+    )
+    .insertInto('messages')
+    .values(messageValues(p))
+    .returning(MESSAGE_COLUMNS),
 );
 
-export async function countOwnMessage(trx: Tx, message: { tenant_id: string; conversation_id: string; sender_id: string }): Promise<void> {
-  await countOwnMessageStatement(trx, message);
+/** Inserts a message; `countForSender`: its sender's own count goes up with it (a message others see as unread). */
+export async function insertMessage(trx: Tx, message: Required<NewMessage>, options: { countForSender?: boolean } = {}) {
+  if (options.countForSender && message.sender_id === null) throw new Error('a message without a sender counts for nobody');
+  const statement = options.countForSender ? insertCountedMessageStatement : insertMessageStatement;
+  const { rows } = await statement(trx, { ...message, attachments: JSON.stringify(message.attachments) });
+  return rows[0]!;
 }
 
 /** Newest first, going back in time from the cursor. A visitor's view leaves internal notes out. */

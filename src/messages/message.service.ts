@@ -60,6 +60,7 @@ export async function appendMessage(
   now: Date,
 ): Promise<S['Message']> {
   const internal = message.internal ?? false;
+  const counted = message.type !== 'system';
   const row = await repo.insertMessage(trx, {
     id: newId('message'),
     tenant_id: conversation.tenant_id,
@@ -73,11 +74,7 @@ export async function appendMessage(
     created_at: now,
     sender_name: message.sender_name ?? null,
     sender_avatar_url: message.sender_avatar_url ?? null,
-  });
-  const counted = message.type !== 'system';
-  if (counted && message.sender_id !== null) {
-    await repo.countOwnMessage(trx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, sender_id: message.sender_id });
-  }
+  }, { countForSender: counted && message.sender_id !== null });
   // Internal notes are activity, but the last message is what the visitor could see.
   await conversationRepo.updateConversation(
     trx,
