@@ -17,8 +17,8 @@ const sizes = (process.env.BENCH_SOCKETS ?? '1000,10000').split(',').map(Number)
 // 100 events: with 20, the p99 was the single slowest event.
 const eventsPerSize = Number(process.env.BENCH_EVENTS ?? 100);
 // Events sent before the timed ones, to each server alike, as bench:webhooks warms both sides up: the first
-// hundred sends of a process just started ran its send path still being compiled (a sequential send answered
-// at 6.1 ms p50 over its first 400 and 4.8 ms over its first 3,000 on the same machine).
+// hundred sends of a process just started ran its send path still being compiled (sent one at a time with no
+// sockets, the second half of 400 sends answered at 6.1 ms p50, the second half of 3,000 at 4.8 ms).
 const warmUpEvents = Number(process.env.BENCH_WARMUP_EVENTS ?? 200);
 
 const percentile = (values: number[], p: number) => {
