@@ -11,7 +11,7 @@
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
 import { type Figures, writeResults } from './results.ts';
-import { startProcess } from './support.ts';
+import { jsonPost, startProcess } from './support.ts';
 
 const sizes = (process.env.BENCH_SOCKETS ?? '1000,10000').split(',').map(Number);
 // 100 events: with 20, the p99 was the single slowest event.
@@ -37,12 +37,7 @@ for (const n of sizes) {
     BCRYPT_COST: '4',
     RATE_LIMIT_PER_MINUTE: '1000000',
   });
-  const post = (path: string, token: string | undefined, body: unknown) =>
-    fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify(body),
-    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+  const post = jsonPost(base);
   try {
     const owner = await post('/api/v1/auth/register', undefined, { email: `fanout-${n}-${Date.now()}@example.test`, password: 'benchmark password', name: 'Fan' });
     const token = owner.body.access_token as string;

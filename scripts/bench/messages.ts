@@ -11,7 +11,7 @@
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
 import { writeResults } from './results.ts';
-import { startProcess } from './support.ts';
+import { jsonPost, startProcess } from './support.ts';
 
 const socketCount = Number(process.env.BENCH_SOCKETS ?? 100);
 const senders = Number(process.env.BENCH_SENDERS ?? 10);
@@ -29,12 +29,7 @@ const { url: base, stop } = await startProcess('src/server.ts', {
   BCRYPT_COST: '4',
   RATE_LIMIT_PER_MINUTE: '1000000',
 });
-const post = (path: string, token: string | undefined, body: unknown) =>
-  fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+const post = jsonPost(base);
 
 interface Phase {
   sent: number;

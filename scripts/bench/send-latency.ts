@@ -6,7 +6,7 @@
 //   DATABASE_URL=postgres://... npm run bench:send-latency
 //   BENCH_SENDS=1000 ...
 import { writeResults } from './results.ts';
-import { startProcess } from './support.ts';
+import { jsonPost, startProcess } from './support.ts';
 
 const sends = Number(process.env.BENCH_SENDS ?? 1000);
 const { url: base, stop, cpuSeconds } = await startProcess('src/server.ts', {
@@ -15,12 +15,7 @@ const { url: base, stop, cpuSeconds } = await startProcess('src/server.ts', {
   BCRYPT_COST: '4',
   RATE_LIMIT_PER_MINUTE: '1000000',
 });
-const post = (path: string, token: string | undefined, body: unknown) =>
-  fetch(`${base}/api/v1${path}`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
+const post = jsonPost(`${base}/api/v1`);
 try {
   const owner = await post('/auth/register', undefined, { email: `send-latency-${Date.now()}@example.test`, password: 'benchmark password', name: 'Latency' });
   const token = owner.body.access_token as string;

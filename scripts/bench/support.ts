@@ -48,3 +48,13 @@ export async function startProcess(script: string, env: Record<string, string>) 
       }),
   };
 }
+
+/** A POST of JSON to the service, with a bearer token when given: its status and parsed body. */
+export const jsonPost =
+  (base: string) =>
+  (path: string, token: string | undefined, body: unknown): Promise<{ status: number; body: any }> =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
