@@ -4,6 +4,7 @@ import net from 'node:net';
 import pg from 'pg';
 import request from 'supertest';
 import { type Database, EVENT_WRITER_LOCK, openDatabase } from '../src/db/database.ts';
+import { prepared, statementName } from '../src/db/prepared.ts';
 import { SessionCache } from '../src/auth/session-cache.ts';
 import { createConversation, createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
@@ -130,16 +131,18 @@ describe('a transaction\'s own round trips (PostgreSQL)', () => {
   });
 
   it('settings that fail (a cancelled wait for the writer lock) fail the first statement unrun and leave no aborted transaction in the pool', async () => {
-    const db = await openDatabase({ databaseUrl: url, dataDir: '.', poolMax: 1 });
+    const sent: string[] = [];
+    const db = await openDatabase({ databaseUrl: url, dataDir: '.', poolMax: 1, onQuery: (text) => sent.push(text) });
     const holder = new pg.Client({ connectionString: url });
     await holder.connect();
     try {
       // The exclusive side of the event-writer lock: a writer of this tenant waits in its BEGIN.
       await holder.query('select pg_advisory_lock($1, hashtext($2) & 2147483647)', [EVENT_WRITER_LOCK, tenantId]);
       // The transaction's first statement takes a session's advisory lock, which outlives a rollback: had
-      // it run, the lock would still be held.
+      // it run, the lock would still be held. It is a named statement, so the client must also forget that
+      // it was sent: it was skipped with the settings, never created.
       const writing = db.withTenant(tenantId, async (trx) => {
-        await sql`select pg_advisory_lock(7, 7)`.execute(trx);
+        await lockSeven(trx, {});
         return 'wrote';
       }, { eventWriter: true });
       let pid: number | undefined;
@@ -156,14 +159,24 @@ describe('a transaction\'s own round trips (PostgreSQL)', () => {
       const ran = await holder.query("select 1 from pg_locks where locktype = 'advisory' and classid = 7 and objid = 7");
       expect(ran.rowCount, 'the statement after the failed settings ran').to.equal(0);
       await holder.query('select pg_advisory_unlock($1, hashtext($2) & 2147483647)', [EVENT_WRITER_LOCK, tenantId]);
-      // The pool's one connection serves the next transaction: it was rolled back, not returned aborted.
-      expect(await db.withTenant(tenantId, async () => 'next', { eventWriter: true })).to.equal('next');
+      // The pool's one connection serves the next transaction: it was rolled back, not returned aborted,
+      // and it prepares the named statement anew instead of calling one that does not exist.
+      const next = await db.withTenant(tenantId, async (trx) => {
+        await lockSeven(trx, {});
+        await sql`select pg_advisory_unlock(7, 7)`.execute(trx);
+        return 'next';
+      }, { eventWriter: true });
+      expect(next).to.equal('next');
+      expect(statementName(sent.find((text) => text.includes('pg_advisory_lock(7, 7)'))!), 'the statement is sent by name').to.be.a('string');
     } finally {
       await holder.end();
       await db.close();
     }
   });
 });
+
+/** A statement sent by name (src/db/prepared.ts) that takes a session's advisory lock. */
+const lockSeven = prepared((db) => db.selectNoFrom(sql<boolean>`pg_advisory_lock(7, 7) is not null`.as('locked')));
 
 /** A TCP proxy to PostgreSQL that counts the server's ReadyForQuery messages: one per round trip. */
 async function countingProxy(target: string): Promise<{ url: string; readyForQuery(): number; close(): Promise<void> }> {
