@@ -3,7 +3,7 @@ import { type KyselyPlugin, sql } from 'kysely';
 import net from 'node:net';
 import pg from 'pg';
 import request from 'supertest';
-import { type Database, EVENT_WRITER_LOCK, openDatabase } from '../src/db/database.ts';
+import { BEGIN_MARK, type Database, EVENT_WRITER_LOCK, openDatabase, ServiceClient } from '../src/db/database.ts';
 import { prepared, statementName } from '../src/db/prepared.ts';
 import { SessionCache } from '../src/auth/session-cache.ts';
 import { createConversation, createTenant } from './support/factories.ts';
@@ -172,6 +172,49 @@ describe('a transaction\'s own round trips (PostgreSQL)', () => {
       await holder.end();
       await db.close();
     }
+  });
+});
+
+describe("the pool's client when a transaction's first statement fails before its settings (PostgreSQL)", () => {
+  const url = process.env.DATABASE_URL;
+  const tenantId = 'tn_01934f6e-7c1a-7b3e-9a2b-0c1d2e3f4a5b';
+  let client: ServiceClient;
+
+  beforeEach(async function () {
+    if (!url) return this.skip();
+    client = new ServiceClient({ connectionString: url });
+    await client.connect();
+  });
+  afterEach(async () => {
+    await client?.end();
+  });
+
+  // The client as Kysely calls it (its query is typed for pg's many overloads).
+  const ask = (text: unknown, values?: unknown[]) =>
+    (client.query as unknown as (...args: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>).apply(client, values ? [text, values] : [text]);
+  // Whether the statement runs in a transaction of its own (none was left open before it).
+  const alone = async () => (await ask('select now() = statement_timestamp() as alone', [])).rows[0]!.alone;
+
+  it('refused before anything is written: what follows is refused, not run without a tenant, until the rollback', async () => {
+    await ask(BEGIN_MARK, ['chat_app', tenantId, false]);
+    const first = await ask({ text: 'select 1' }).then(() => undefined, (err: Error) => err);
+    expect(first?.message).to.match(/first statement/);
+    const next = await ask("select current_setting('app.tenant_id', true) as t", []).then(() => undefined, (err: Error) => err);
+    expect(next?.message).to.match(/can only be rolled back/);
+    await ask('rollback', []);
+    expect(await alone()).to.equal(true);
+  });
+
+  it('settings that cannot be written: the group is closed, what follows is refused, and the rollback ends what the server began', async () => {
+    // A tenant that is no text fails the settings' Bind as it is written, after BEGIN's messages.
+    await ask(BEGIN_MARK, ['chat_app', {}, false]);
+    const first = await ask('select 1 as one', []).then(() => undefined, (err: Error) => err);
+    expect(first).to.be.instanceOf(TypeError);
+    const next = await ask('select current_user as r', []).then(() => undefined, (err: Error) => err);
+    expect(next?.message).to.match(/can only be rolled back/);
+    await ask('rollback', []);
+    // The BEGIN the server ran was rolled back: this statement is a transaction of its own, as the login role.
+    expect(await alone()).to.equal(true);
   });
 });
 

@@ -287,7 +287,7 @@ async function captureStatements(token: string, tenantId: string, conversationId
 
 /** The BEGIN and settings of a transaction as one simple query, the tenant a literal (the ideal's first round trip). */
 function beginWithSettings(role: string, tenantId: string, eventWriter: boolean): { sql: string; params: unknown[] } {
-  if (!/^[a-z_]+$/.test(role) || !/^tn_[0-9a-f-]+$/.test(tenantId)) throw new Error(`capture: unexpected settings ${role} ${tenantId}`);
+  if (!/^[a-z_]+$/.test(role) || !/^(tn_[0-9a-f-]+)?$/.test(tenantId)) throw new Error(`capture: unexpected settings ${role} ${tenantId}`);
   const settings = `select set_config('role', '${role}', true), set_config('app.tenant_id', '${tenantId}', true)`;
   const writer = `, set_config('app.event_writer', 'on', true), pg_advisory_xact_lock_shared(${EVENT_WRITER_LOCK}, hashtext('${tenantId}') & 2147483647)`;
   return { sql: `begin; ${settings}${eventWriter ? writer : ''}`, params: [] };

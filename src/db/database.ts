@@ -78,6 +78,7 @@ type Connection = {
 };
 type InnerQuery = {
   name?: string;
+  callback: ((err: Error | undefined, res?: unknown) => void) | undefined;
   text: string;
   _result: unknown;
   submit(connection: Connection): Error | null;
@@ -103,6 +104,8 @@ class BeginThen {
   readonly #settings: Settings;
   /** Replies of BEGIN and the settings still to come before the statement's own. */
   #preamble = 2;
+  /** What went wrong writing the group (which was then closed with a Sync): the answer at its ReadyForQuery. */
+  #failure: Error | undefined;
 
   constructor(inner: InnerQuery, settings: Settings) {
     this.#inner = inner;
@@ -116,6 +119,25 @@ class BeginThen {
 
   get text(): string {
     return this.#inner.text;
+  }
+
+  /** Whether the server said BEGIN. */
+  get begun(): boolean {
+    return this.#preamble < 2;
+  }
+
+  /** Whether the server took the settings too: only then does what follows run with the role and tenant. */
+  get scoped(): boolean {
+    return this.#preamble === 0;
+  }
+
+  // The client wraps the callback when it times queries out (query_timeout): the statement's is the one.
+  get callback(): InnerQuery['callback'] {
+    return this.#inner.callback;
+  }
+
+  set callback(callback: InnerQuery['callback']) {
+    this.#inner.callback = callback;
   }
 
   // The client gives the statement's result its type parsers through this.
@@ -137,10 +159,21 @@ class BeginThen {
       connection.bind({ values: this.#settings.values });
       connection.execute({});
       // Parse (unless this connection has it), Bind, Describe, Execute and the group's Sync.
-      return this.#inner.submit(connection);
+      const refused = this.#inner.submit(connection);
+      if (refused) this.#fail(refused, connection);
+    } catch (err) {
+      this.#fail(err as Error, connection);
     } finally {
       connection.stream.uncork?.();
     }
+    // An error answered now would let the client send its next query while the server still answers this
+    // group: the group is closed and its own ReadyForQuery carries the error.
+    return null;
+  }
+
+  #fail(err: Error, connection: Connection & { sync?: () => void }): void {
+    this.#failure ??= err;
+    connection.sync?.();
   }
 
   handleCommandComplete(msg: unknown, connection: Connection): void {
@@ -168,7 +201,8 @@ class BeginThen {
   }
 
   handleReadyForQuery(connection: Connection): void {
-    this.#inner.handleReadyForQuery(connection);
+    if (this.#failure) this.#inner.handleError(this.#failure, connection);
+    else this.#inner.handleReadyForQuery(connection);
   }
 
   handlePortalSuspended(connection: Connection): void {
@@ -191,9 +225,15 @@ class BeginThen {
  * BEGIN_MARK) to write it in front of the first statement (BeginThen); a transaction that runs no statement
  * sends nothing.
  */
-class ServiceClient extends pg.Client {
+export class ServiceClient extends pg.Client {
   readonly #named: boolean;
   #begin: Settings | undefined;
+  /**
+   * The first statement failed before the server took the settings: what the caller sent next would run
+   * as the connecting role with no tenant, alone when BEGIN did not happen either. Every statement is
+   * refused until the transaction's end, which rolls back what the server began.
+   */
+  #unscoped: { begun: boolean } | undefined;
 
   constructor(config?: pg.ClientConfig & { namedStatements?: boolean }) {
     super(config);
@@ -209,16 +249,31 @@ class ServiceClient extends pg.Client {
     }
     const begin = this.#begin;
     this.#begin = undefined;
-    if (begin && (text === 'commit' || text === 'rollback')) return Promise.resolve(noResult(text.toUpperCase())) as never;
+    const ends = text === 'commit' || text === 'rollback';
+    const unscoped = this.#unscoped;
+    if (unscoped) {
+      if (!ends) return Promise.reject(new Error('The transaction has no role and tenant: it can only be rolled back')) as never;
+      this.#unscoped = undefined;
+      if (!unscoped.begun) return Promise.resolve(noResult('ROLLBACK')) as never;
+      return super.query('rollback') as never;
+    }
+    if (begin && ends) return Promise.resolve(noResult(text.toUpperCase())) as never;
     const name = this.#named && typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;
     let sent: Promise<unknown>;
     if (begin) {
       if (typeof text !== 'string' || !Array.isArray(values) || args.length !== 2) {
+        this.#unscoped = { begun: false };
         return Promise.reject(new Error("A transaction's first statement must be a text with its values")) as never;
       }
       sent = new Promise((resolve, reject) => {
-        const inner = new pg.Query({ ...(name ? { name } : {}), text, values, queryMode: 'extended' } as pg.QueryConfig, undefined, (err: Error | undefined, res: unknown) => (err ? reject(err) : resolve(res)));
-        super.query(new BeginThen(inner as unknown as InnerQuery, begin) as never);
+        const inner = new pg.Query({ ...(name ? { name } : {}), text, values, queryMode: 'extended' } as pg.QueryConfig) as unknown as InnerQuery;
+        const group = new BeginThen(inner, begin);
+        inner.callback = (err, res) => {
+          if (!err) return resolve(res);
+          if (!group.scoped) this.#unscoped = { begun: group.begun };
+          reject(err);
+        };
+        super.query(group as never);
       });
     } else {
       const call = super.query as (...a: unknown[]) => never;
