@@ -98,4 +98,25 @@ describe('presence tracker on Redis', function () {
     expect(await redis.zCard(`chat:presence:${tenantId}:usr_a:away`)).to.equal(entries.filter((e) => e.subject === 'usr_a').length);
     expect(await redis.pTTL(`chat:presence:${tenantId}:usr_2498:away`)).to.be.greaterThan(0);
   });
+
+  it("a socket that closes or changes status during a heartbeat's refresh is not put back as it was", async () => {
+    const tenantId = `tn_${randomUUID()}`;
+    const tracker = new RedisPresenceTracker(redis);
+    // Three batches of a thousand; the two connections that change are in the last one.
+    const entries = Array.from({ length: 2500 }, (_, i) => ({ tenantId, subject: `usr_${i}`, connectionId: `c${i}`, status: 'online' as const }));
+    for (const e of entries.filter((_, i) => i >= 2498)) await tracker.set(tenantId, e.subject, e.connectionId, 'online');
+    // As the heartbeat runs: the snapshot is taken, the refresh starts, and meanwhile one socket closes
+    // and another goes away (each handled as it happens, not after the refresh).
+    const refreshed = tracker.refresh(entries);
+    const closed = tracker.remove(tenantId, 'usr_2498', 'c2498');
+    const away = tracker.set(tenantId, 'usr_2499', 'c2499', 'away');
+    await Promise.all([refreshed, closed, away]);
+    expect(await closed).to.deep.equal({ before: 'online', after: 'offline' });
+    expect(await away).to.deep.equal({ before: 'online', after: 'away' });
+    expect([...(await tracker.presenceOf(tenantId, ['usr_2497', 'usr_2498', 'usr_2499']))]).to.deep.equal([
+      ['usr_2497', 'online'],
+      ['usr_2498', 'offline'],
+      ['usr_2499', 'away'],
+    ]);
+  });
 });

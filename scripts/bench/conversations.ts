@@ -16,7 +16,7 @@ import pino from 'pino';
 import { createApp } from '../../src/app.ts';
 import { PasswordHasher } from '../../src/auth/password.ts';
 import { TokenService } from '../../src/auth/tokens.ts';
-import { openDatabase } from '../../src/db/database.ts';
+import { BEGIN_MARK, EVENT_WRITER_LOCK, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { seedConversations } from './seed-conversations.ts';
 import { type Figures, writeResults } from './results.ts';
@@ -255,7 +255,9 @@ async function captureStatements(token: string, tenantId: string, conversationId
       const res = await request();
       if (!res.ok) throw new Error(`capture: ${res.status} ${await res.text()}`);
     }
-    // On PostgreSQL the app sends BEGIN with its settings, one round trip: the baseline replays that as it is.
+    // The ideal begins with the tenant's settings as one simple query, one round trip, as the app did
+    // before its BEGIN travelled with the first statement (ServiceClient): the app's marker is replayed so.
+    sink = sink.map((s) => (s.sql === BEGIN_MARK ? beginWithSettings(...(s.params as [string, string, boolean])) : s));
     const start = sink.findLastIndex((s) => /^(begin; )?select set_config\(/.test(s.sql));
     // The baseline commits itself: a captured commit replayed would be a round trip more.
     return sink.slice(start).filter((s) => !/^\s*(commit|rollback)\s*$/i.test(s.sql));
@@ -281,6 +283,14 @@ async function captureStatements(token: string, tenantId: string, conversationId
   await passwords.close();
   await db.close();
   return captured;
+}
+
+/** The BEGIN and settings of a transaction as one simple query, the tenant a literal (the ideal's first round trip). */
+function beginWithSettings(role: string, tenantId: string, eventWriter: boolean): { sql: string; params: unknown[] } {
+  if (!/^[a-z_]+$/.test(role) || !/^(tn_[0-9a-f-]+)?$/.test(tenantId)) throw new Error(`capture: unexpected settings ${role} ${tenantId}`);
+  const settings = `select set_config('role', '${role}', true), set_config('app.tenant_id', '${tenantId}', true)`;
+  const writer = `, set_config('app.event_writer', 'on', true), pg_advisory_xact_lock_shared(${EVENT_WRITER_LOCK}, hashtext('${tenantId}') & 2147483647)`;
+  return { sql: `begin; ${settings}${eventWriter ? writer : ''}`, params: [] };
 }
 
 /** The statement without its `total_count` column (a subquery) and that subquery's parameters, renumbered. */

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, type RawBuilder, type Transaction, sql } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 import { PGlitePool } from './pglite-pool.ts';
@@ -9,7 +9,6 @@ import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
 import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
 import { statementName } from './prepared.ts';
-import { TENANT_ID } from '../shared/ids.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
 // nothing from the app.
@@ -59,17 +58,230 @@ export interface DatabaseOptions {
   namedStatements?: boolean;
 }
 
+/** The text asRole sends for its BEGIN on PostgreSQL: ServiceClient holds it back for the transaction's first statement. */
+export const BEGIN_MARK = '/* chat: begin with settings */';
+const SETTINGS = "select set_config('role', $1, true), set_config('app.tenant_id', $2, true)";
+// An event writer announces itself (shared advisory lock, before it has a transaction id) so that feed
+// readers hold back later events until it ends, and it alone may insert events (a trigger checks).
+const WRITER_SETTINGS = `${SETTINGS}, set_config('app.event_writer', 'on', true),
+  pg_advisory_xact_lock_shared($3, hashtext($2) & 2147483647)`;
+
+type Settings = { text: string; values: string[] };
+type PgResult = { command: string; rowCount: number | null; rows: unknown[] };
+type Connection = {
+  stream: { cork?: () => void; uncork?: () => void };
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
+  parse(query: { text: string }): void;
+  bind(config: { values: string[] }): void;
+  execute(config: object): void;
+};
+type InnerQuery = {
+  name?: string;
+  callback: ((err: Error | undefined, res?: unknown) => void) | undefined;
+  text: string;
+  _result: unknown;
+  submit(connection: Connection): Error | null;
+  handleCommandComplete(msg: unknown, connection: Connection): void;
+  handleDataRow(msg: unknown): void;
+  handleError(err: unknown, connection: Connection): void;
+  handleRowDescription(msg: unknown): void;
+  handleEmptyQuery(connection: Connection): void;
+  handleReadyForQuery(connection: Connection): void;
+  handlePortalSuspended(connection: Connection): void;
+  handleCopyInResponse(connection: Connection): void;
+  handleCopyData(msg: unknown, connection: Connection): void;
+};
+
 /**
- * A pg client that sends the service's prepared statements (src/db/prepared.ts) under their names, so that
- * the server parses and plans each once per connection; pg remembers which it has sent on a connection.
+ * A transaction's first statement with its BEGIN and settings written in front of it, in one Sync group: one
+ * round trip where there were two (pgjdbc sends its BEGIN the same way). Within a group the server skips
+ * everything after an error up to the Sync, so the statement never runs without its role and tenant: a
+ * failed BEGIN or settings (a cancelled wait for the writer lock) fails it unrun.
  */
-class NamingClient extends pg.Client {
+class BeginThen {
+  readonly #inner: InnerQuery;
+  readonly #settings: Settings;
+  /** Replies of BEGIN and the settings still to come before the statement's own. */
+  #preamble = 2;
+  /** What went wrong writing the group (which was then closed with a Sync): the answer at its ReadyForQuery. */
+  #failure: Error | undefined;
+
+  constructor(inner: InnerQuery, settings: Settings) {
+    this.#inner = inner;
+    this.#settings = settings;
+  }
+
+  // The client records a named statement as parsed at each ParseComplete: only the statement's own counts.
+  get name(): string | undefined {
+    return this.#preamble === 0 ? this.#inner.name : undefined;
+  }
+
+  get text(): string {
+    return this.#inner.text;
+  }
+
+  /** Whether the server said BEGIN. */
+  get begun(): boolean {
+    return this.#preamble < 2;
+  }
+
+  /** Whether the server took the settings too: only then does what follows run with the role and tenant. */
+  get scoped(): boolean {
+    return this.#preamble === 0;
+  }
+
+  // The client wraps the callback when it times queries out (query_timeout): the statement's is the one.
+  get callback(): InnerQuery['callback'] {
+    return this.#inner.callback;
+  }
+
+  set callback(callback: InnerQuery['callback']) {
+    this.#inner.callback = callback;
+  }
+
+  // The client gives the statement's result its type parsers through this.
+  get _result(): unknown {
+    return this.#inner._result;
+  }
+
+  submit(connection: Connection): Error | null {
+    const { name, text } = this.#inner;
+    // Checked before anything is written: a group left without its Sync would hang the connection.
+    const previous = name ? (connection.parsedStatements[name] ?? connection.submittedNamedStatements[name]) : undefined;
+    if (previous !== undefined && previous !== text) return new Error(`Prepared statements must be unique - '${name}' was used for a different statement`);
+    connection.stream.cork?.();
+    try {
+      connection.parse({ text: 'begin' });
+      connection.bind({ values: [] });
+      connection.execute({});
+      connection.parse({ text: this.#settings.text });
+      connection.bind({ values: this.#settings.values });
+      connection.execute({});
+      // Parse (unless this connection has it), Bind, Describe, Execute and the group's Sync.
+      const refused = this.#inner.submit(connection);
+      if (refused) this.#fail(refused, connection);
+    } catch (err) {
+      this.#fail(err as Error, connection);
+    } finally {
+      connection.stream.uncork?.();
+    }
+    // An error answered now would let the client send its next query while the server still answers this
+    // group: the group is closed and its own ReadyForQuery carries the error.
+    return null;
+  }
+
+  #fail(err: Error, connection: Connection & { sync?: () => void }): void {
+    this.#failure ??= err;
+    connection.sync?.();
+  }
+
+  handleCommandComplete(msg: unknown, connection: Connection): void {
+    if (this.#preamble > 0) this.#preamble--;
+    else this.#inner.handleCommandComplete(msg, connection);
+  }
+
+  handleDataRow(msg: unknown): void {
+    if (this.#preamble === 0) this.#inner.handleDataRow(msg);
+  }
+
+  handleError(err: unknown, connection: Connection): void {
+    // Skipped with the rest of the group, the statement was never parsed: the client forgets it only when
+    // the error is the statement's own.
+    if (this.#preamble > 0 && this.#inner.name) delete connection.submittedNamedStatements[this.#inner.name];
+    this.#inner.handleError(err, connection);
+  }
+
+  handleRowDescription(msg: unknown): void {
+    this.#inner.handleRowDescription(msg);
+  }
+
+  handleEmptyQuery(connection: Connection): void {
+    this.#inner.handleEmptyQuery(connection);
+  }
+
+  handleReadyForQuery(connection: Connection): void {
+    if (this.#failure) this.#inner.handleError(this.#failure, connection);
+    else this.#inner.handleReadyForQuery(connection);
+  }
+
+  handlePortalSuspended(connection: Connection): void {
+    this.#inner.handlePortalSuspended(connection);
+  }
+
+  handleCopyInResponse(connection: Connection): void {
+    this.#inner.handleCopyInResponse(connection);
+  }
+
+  handleCopyData(msg: unknown, connection: Connection): void {
+    this.#inner.handleCopyData(msg, connection);
+  }
+}
+
+/**
+ * The pool's client. It sends the service's prepared statements (src/db/prepared.ts) under their names, so
+ * that the server parses and plans each once per connection (pg remembers which it has sent on a
+ * connection), unless `namedStatements` is off. And it holds a transaction's BEGIN back (asRole's
+ * BEGIN_MARK) to write it in front of the first statement (BeginThen); a transaction that runs no statement
+ * sends nothing.
+ */
+export class ServiceClient extends pg.Client {
+  readonly #named: boolean;
+  #begin: Settings | undefined;
+  /**
+   * The first statement failed before the server took the settings: what the caller sent next would run
+   * as the connecting role with no tenant, alone when BEGIN did not happen either. Every statement is
+   * refused until the transaction's end, which rolls back what the server began.
+   */
+  #unscoped: { begun: boolean } | undefined;
+
+  constructor(config?: pg.ClientConfig & { namedStatements?: boolean }) {
+    super(config);
+    this.#named = config?.namedStatements !== false;
+  }
+
   override query(...args: unknown[]): never {
     const [text, values] = args;
-    const name = typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;
-    const call = super.query as (...a: unknown[]) => never;
-    if (!name) return call.apply(this, args);
-    return (call.call(this, { name, text, values }) as Promise<unknown>).catch((err: { code?: string; message?: string }) => {
+    if (text === BEGIN_MARK && Array.isArray(values)) {
+      const [role, tenantId, eventWriter] = values as [string, string, boolean];
+      this.#begin = eventWriter ? { text: WRITER_SETTINGS, values: [role, tenantId, String(EVENT_WRITER_LOCK)] } : { text: SETTINGS, values: [role, tenantId] };
+      return Promise.resolve(noResult('BEGIN')) as never;
+    }
+    const begin = this.#begin;
+    this.#begin = undefined;
+    const ends = text === 'commit' || text === 'rollback';
+    const unscoped = this.#unscoped;
+    if (unscoped) {
+      if (!ends) return Promise.reject(new Error('The transaction has no role and tenant: it can only be rolled back')) as never;
+      this.#unscoped = undefined;
+      if (!unscoped.begun) return Promise.resolve(noResult('ROLLBACK')) as never;
+      return super.query('rollback') as never;
+    }
+    if (begin && ends) return Promise.resolve(noResult(text.toUpperCase())) as never;
+    const name = this.#named && typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;
+    let sent: Promise<unknown>;
+    if (begin) {
+      if (typeof text !== 'string' || !Array.isArray(values) || args.length !== 2) {
+        this.#unscoped = { begun: false };
+        return Promise.reject(new Error("A transaction's first statement must be a text with its values")) as never;
+      }
+      sent = new Promise((resolve, reject) => {
+        const inner = new pg.Query({ ...(name ? { name } : {}), text, values, queryMode: 'extended' } as pg.QueryConfig) as unknown as InnerQuery;
+        const group = new BeginThen(inner, begin);
+        inner.callback = (err, res) => {
+          if (!err) return resolve(res);
+          if (!group.scoped) this.#unscoped = { begun: group.begun };
+          reject(err);
+        };
+        super.query(group as never);
+      });
+    } else {
+      const call = super.query as (...a: unknown[]) => never;
+      if (!name) return call.apply(this, args);
+      sent = call.call(this, { name, text, values }) as Promise<unknown>;
+    }
+    if (!name) return sent as never;
+    return sent.catch((err: { code?: string; message?: string }) => {
       // The statement as this connection prepared it no longer fits: a migration changed a column's type
       // under a running instance ("cached plan must not change result type"), or something dropped it.
       // This request fails; the connection goes, and the pool's next one prepares the statement anew.
@@ -81,20 +293,24 @@ class NamingClient extends pg.Client {
   }
 }
 
+const noResult = (command: string): PgResult => ({ command, rowCount: null, rows: [] });
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const url = options.databaseUrl;
   if (url && /^postgres(ql)?:/.test(url)) {
     const pool = new pg.Pool({
       connectionString: url,
       max: options.poolMax,
-      ...(options.namedStatements === false ? {} : { Client: NamingClient }),
+      Client: ServiceClient,
+      // Read by ServiceClient (the pool hands its options to each client).
+      namedStatements: options.namedStatements !== false,
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
           oid === INT8_OID ? parseInt8 : oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
       // An unreachable server fails the request (503) instead of holding it for as long as TCP tries.
       connectionTimeoutMillis: 10_000,
-    });
+    } as pg.PoolConfig);
     survivePoolErrors(pool, options.onConnectionError ?? (() => undefined));
     const stats = () => ({ inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
     return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), stats);
@@ -144,26 +360,24 @@ const logOption = (options: DatabaseOptions) =>
 
 function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats']): Database {
   // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
-  // An event writer announces itself (shared advisory lock, before it has a transaction id) so that feed
-  // readers hold back later events until it ends, and it alone may insert events (a trigger checks).
-  const settings = (role: string, tenant: RawBuilder<unknown>, eventWriter: boolean) =>
+  const settings = (role: string, tenantId: string, eventWriter: boolean) =>
     eventWriter
-      ? sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenant}, true),
+      ? sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenantId}, true),
             set_config('app.event_writer', 'on', true),
-            pg_advisory_xact_lock_shared(${sql.lit(EVENT_WRITER_LOCK)}, hashtext(${tenant}) & 2147483647)`
-      : sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenant}, true)`;
+            pg_advisory_xact_lock_shared(${sql.lit(EVENT_WRITER_LOCK)}, hashtext(${tenantId}) & 2147483647)`
+      : sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenantId}, true)`;
   const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
-    // On PostgreSQL the settings travel with BEGIN, one round trip for both (a simple query may hold several
-    // statements, but no parameters: the tenant goes as a literal, and only an id of the expected shape).
-    if (kind === 'postgres' && (tenantId === '' || TENANT_ID.test(tenantId))) {
+    // On PostgreSQL the BEGIN and settings travel with the transaction's first statement, one round trip
+    // for all three (ServiceClient); the tenant goes as a parameter.
+    if (kind === 'postgres') {
       return db.connection().execute(async (conn) => {
         let result: T;
         try {
-          await sql`begin; ${settings(role, sql.lit(tenantId), eventWriter)}`.execute(conn);
+          await conn.executeQuery(CompiledQuery.raw(BEGIN_MARK, [role, tenantId, eventWriter]));
           result = await fn(conn as unknown as Tx);
         } catch (err) {
-          // Also when the settings failed after BEGIN: the connection must not go back to the pool inside an
-          // aborted transaction. One that broke fails the rollback too; the pool drops it (survivePoolErrors).
+          // Also when the settings failed: the connection must not go back to the pool inside an aborted
+          // transaction. One that broke fails the rollback too; the pool drops it (survivePoolErrors).
           await sql`rollback`.execute(conn).catch(() => undefined);
           throw err;
         }
@@ -172,7 +386,7 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
       });
     }
     return db.transaction().execute(async (trx) => {
-      await settings(role, sql`${tenantId}`, eventWriter).execute(trx);
+      await settings(role, tenantId, eventWriter).execute(trx);
       return fn(trx);
     });
   };

@@ -128,7 +128,12 @@ export class RedisPresenceTracker implements PresenceTracker {
 
   async refresh(entries: { tenantId: string; subject: string; connectionId: string; status: ConnectionStatus }[]) {
     const now = Date.now();
-    // A pipeline per thousand entries: one round trip each, where every entry took two.
+    // A pipeline per thousand entries, each one round trip where every entry took two. All of them are
+    // queued before this returns, and the client writes in the order it is called: a socket closing or
+    // changing status after the heartbeat's snapshot is removed or moved after its refresh. (Awaiting each
+    // batch before queuing the next let a close land between them, and the later batch put the closed
+    // connection back, online for a whole TTL.)
+    const batches: Promise<unknown>[] = [];
     for (let i = 0; i < entries.length; i += 1000) {
       const batch = this.#redis.multi();
       const keys = new Set<string>();
@@ -142,8 +147,9 @@ export class RedisPresenceTracker implements PresenceTracker {
         // A set kept alive by this instance drops the connections of one that died.
         batch.zRemRangeByScore(key, '-inf', now);
       }
-      await batch.execAsPipeline();
+      batches.push(batch.execAsPipeline());
     }
+    await Promise.all(batches);
   }
 }
 
