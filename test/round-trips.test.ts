@@ -130,6 +130,31 @@ describe('a transaction\'s own round trips (PostgreSQL)', () => {
     }
   });
 
+  it('on the wire, a list page and a GET are two round trips and a send five (session cache warm)', async () => {
+    const h = await getHarness();
+    const proxy = await countingProxy(url!);
+    const db = await openDatabase({ databaseUrl: proxy.url, dataDir: '.', poolMax: 2 });
+    try {
+      const app = h.appWith({}, { database: db, sessions: new SessionCache() });
+      const t = await createTenant();
+      const c = await createConversation(t);
+      const auth = { Authorization: `Bearer ${t.owner.accessToken}` };
+      const roundTrips = async (send: () => Promise<unknown>) => {
+        await send(); // warms the session cache and the connections
+        const before = proxy.readyForQuery();
+        await send();
+        return proxy.readyForQuery() - before;
+      };
+      expect(await roundTrips(() => request(app).get('/api/v1/conversations?status=open').set(auth).expect(200))).to.equal(2);
+      expect(await roundTrips(() => request(app).get(`/api/v1/conversations/${c.id}`).set(auth).expect(200))).to.equal(2);
+      // The conversation's lock with the BEGIN in front, the message, the conversation, the event, COMMIT.
+      expect(await roundTrips(() => request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'hello' }).expect(201))).to.equal(5);
+    } finally {
+      await db.close();
+      await proxy.close();
+    }
+  });
+
   it('settings that fail (a cancelled wait for the writer lock) fail the first statement unrun and leave no aborted transaction in the pool', async () => {
     const sent: string[] = [];
     const db = await openDatabase({ databaseUrl: url, dataDir: '.', poolMax: 1, onQuery: (text) => sent.push(text) });
