@@ -16,7 +16,7 @@ import pino from 'pino';
 import { createApp } from '../../src/app.ts';
 import { PasswordHasher } from '../../src/auth/password.ts';
 import { TokenService } from '../../src/auth/tokens.ts';
-import { BEGIN_MARK, EVENT_WRITER_LOCK, openDatabase } from '../../src/db/database.ts';
+import { BEGIN_MARK, openDatabase, settingsOf } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { seedConversations } from './seed-conversations.ts';
 import { type Figures, writeResults } from './results.ts';
@@ -285,12 +285,14 @@ async function captureStatements(token: string, tenantId: string, conversationId
   return captured;
 }
 
-/** The BEGIN and settings of a transaction as one simple query, the tenant a literal (the ideal's first round trip). */
+/**
+ * The BEGIN and settings of a transaction as one simple query, the app's own settings statement with its
+ * values as literals (the ideal's first round trip).
+ */
 function beginWithSettings(role: string, tenantId: string, eventWriter: boolean): { sql: string; params: unknown[] } {
   if (!/^[a-z_]+$/.test(role) || !/^(tn_[0-9a-f-]+)?$/.test(tenantId)) throw new Error(`capture: unexpected settings ${role} ${tenantId}`);
-  const settings = `select set_config('role', '${role}', true), set_config('app.tenant_id', '${tenantId}', true)`;
-  const writer = `, set_config('app.event_writer', 'on', true), pg_advisory_xact_lock_shared(${EVENT_WRITER_LOCK}, hashtext('${tenantId}') & 2147483647)`;
-  return { sql: `begin; ${settings}${eventWriter ? writer : ''}`, params: [] };
+  const { text, values } = settingsOf(role, tenantId, eventWriter);
+  return { sql: `begin; ${text.replace(/\$(\d+)/g, (_, n: string) => `'${values[Number(n) - 1]}'`)}`, params: [] };
 }
 
 /** The statement without its `total_count` column (a subquery) and that subquery's parameters, renumbered. */

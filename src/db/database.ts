@@ -67,9 +67,17 @@ const WRITER_SETTINGS = `${SETTINGS}, set_config('app.event_writer', 'on', true)
   pg_advisory_xact_lock_shared($3, hashtext($2) & 2147483647)`;
 
 type Settings = { text: string; values: string[] };
+
+/**
+ * A transaction's settings as one statement, on both databases: transaction-local (the `true`), so a
+ * pooled connection never carries a tenant into the next request.
+ */
+export const settingsOf = (role: string, tenantId: string, eventWriter: boolean): Settings =>
+  eventWriter ? { text: WRITER_SETTINGS, values: [role, tenantId, String(EVENT_WRITER_LOCK)] } : { text: SETTINGS, values: [role, tenantId] };
 type PgResult = { command: string; rowCount: number | null; rows: unknown[] };
 type Connection = {
   stream: { cork?: () => void; uncork?: () => void };
+  sync(): void;
   parsedStatements: Record<string, string>;
   submittedNamedStatements: Record<string, string>;
   parse(query: { text: string }): void;
@@ -171,9 +179,9 @@ class BeginThen {
     return null;
   }
 
-  #fail(err: Error, connection: Connection & { sync?: () => void }): void {
+  #fail(err: Error, connection: Connection): void {
     this.#failure ??= err;
-    connection.sync?.();
+    connection.sync();
   }
 
   handleCommandComplete(msg: unknown, connection: Connection): void {
@@ -244,7 +252,7 @@ export class ServiceClient extends pg.Client {
     const [text, values] = args;
     if (text === BEGIN_MARK && Array.isArray(values)) {
       const [role, tenantId, eventWriter] = values as [string, string, boolean];
-      this.#begin = eventWriter ? { text: WRITER_SETTINGS, values: [role, tenantId, String(EVENT_WRITER_LOCK)] } : { text: SETTINGS, values: [role, tenantId] };
+      this.#begin = settingsOf(role, tenantId, eventWriter);
       return Promise.resolve(noResult('BEGIN')) as never;
     }
     const begin = this.#begin;
@@ -359,13 +367,6 @@ const logOption = (options: DatabaseOptions) =>
     : {};
 
 function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats']): Database {
-  // Transaction-local (the `true`), so a pooled connection never carries a tenant into the next request.
-  const settings = (role: string, tenantId: string, eventWriter: boolean) =>
-    eventWriter
-      ? sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenantId}, true),
-            set_config('app.event_writer', 'on', true),
-            pg_advisory_xact_lock_shared(${sql.lit(EVENT_WRITER_LOCK)}, hashtext(${tenantId}) & 2147483647)`
-      : sql`select set_config('role', ${sql.lit(role)}, true), set_config('app.tenant_id', ${tenantId}, true)`;
   const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
     // On PostgreSQL the BEGIN and settings travel with the transaction's first statement, one round trip
     // for all three (ServiceClient); the tenant goes as a parameter.
@@ -386,7 +387,8 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
       });
     }
     return db.transaction().execute(async (trx) => {
-      await settings(role, tenantId, eventWriter).execute(trx);
+      const { text, values } = settingsOf(role, tenantId, eventWriter);
+      await trx.executeQuery(CompiledQuery.raw(text, values));
       return fn(trx);
     });
   };
