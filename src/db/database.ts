@@ -285,7 +285,7 @@ export class ServiceClient extends pg.Client {
       });
     } else {
       const call = super.query as (...a: unknown[]) => never;
-      if (!name) return call.apply(this, args);
+      if (!name) return (text === 'commit' ? committed(call.apply(this, args)) : call.apply(this, args)) as never;
       sent = call.call(this, { name, text, values }) as Promise<unknown>;
     }
     if (!name) return sent as never;
@@ -302,6 +302,27 @@ export class ServiceClient extends pg.Client {
 }
 
 const noResult = (command: string): PgResult => ({ command, rowCount: null, rows: [] });
+
+/**
+ * A transaction in which a statement failed (its error caught and the work carried on) ends at its COMMIT
+ * in a rollback, and PostgreSQL answers that COMMIT with the tag ROLLBACK and no error. Made the error it
+ * is: its caller would otherwise answer for a change that is not there, and hand over events that do not
+ * exist (src/events/outbox.ts).
+ */
+export class TransactionAbortedError extends Error {
+  constructor() {
+    super('The transaction was rolled back at its commit: a statement in it had failed');
+    this.name = 'TransactionAbortedError';
+  }
+}
+
+function committed(result: unknown): unknown {
+  if (!(result instanceof Promise)) return result;
+  return result.then((res: PgResult) => {
+    if (res?.command === 'ROLLBACK') throw new TransactionAbortedError();
+    return res;
+  });
+}
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const url = options.databaseUrl;

@@ -2,6 +2,8 @@
 
 -- feed.tenantLockKey: no SQL of its own (a fragment of the statements below)
 
+-- feed.aloneBelow: no SQL of its own (a fragment of event.insertEventAsFeedRow)
+
 -- feed.readFeed (one tenant, up to the horizon)
 select
   "id",

@@ -82,15 +82,20 @@ export class RealtimeGateway {
     this.#upkeep = { database, presence, findSession: deps.findSession, apiKeyLive: deps.apiKeyLive, logger };
     this.#wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: options.maxFrameBytes });
     // Committed events are not carried to sockets: each instance is told which tenants have news and reads
-    // them. Where one transaction runs at a time and only this process listens, the writer hands its events
-    // over as the feed holds them, and a stream they follow delivers them without a read (tenant-stream.ts).
-    // After the writer's own answer has gone (setImmediate): a send is not kept waiting while its event is
-    // written to every socket of the tenant.
-    this.#unsubscribe = deps.bus.subscribe((events, handoff) => {
-      if (handoff && fanout.local) setImmediate(() => this.#streams.get(handoff.tenantId)?.take(handoff));
-      else fanout.notify([...new Set(events.map((e) => e.envelope.tenant_id))]);
-    });
-    fanout.subscribe({
+    // them. A writer of this instance hands its events over as the feed holds them when their place there is
+    // final (src/events/outbox.ts), and a stream they follow delivers them without a read (tenant-stream.ts);
+    // the other instances are told and read. After the writer's own answer has gone (setImmediate): a send
+    // is not kept waiting while its event is written to every socket of the tenant.
+    this.#unsubscribe = deps.bus.subscribe(
+      (events, handoff) => {
+        const tenantIds = [...new Set(events.map((e) => e.envelope.tenant_id))];
+        if (!handoff) return fanout.notify(tenantIds);
+        setImmediate(() => this.#streams.get(handoff.tenantId)?.take(handoff));
+        fanout.notifyOthers(tenantIds);
+      },
+      { wantsHandoff: (tenantId) => this.#streams.has(tenantId) },
+    );
+    void fanout.subscribe({
       onNotify: (tenantId) => this.#streams.get(tenantId)?.wake(),
       onLive: (signal) => {
         const stream = this.#streams.get(signal.tenantId);
