@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
+import type { FeedHandoff } from '../events/outbox.ts';
 import { AppError } from '../shared/errors.ts';
 import { CONVERSATION_ID } from '../shared/ids.ts';
 import { CLOSE, type Connection, flushBacklog, send, sendError } from './connection.ts';
@@ -12,7 +13,7 @@ import { authenticateUpgrade, type CredentialDeps, refuseUpgrade, type UpgradeId
 import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
 import type { PresenceTracker } from './presence-tracker.ts';
-import { type DeliveryHook, TenantStream, type StreamContext } from './tenant-stream.ts';
+import { type DeliveryHook, joinHandoffs, TenantStream, type StreamContext } from './tenant-stream.ts';
 import { armExpiry, heartbeat, markVisitorsSeen, recheckApiKeys, recheckMembers, type UpkeepContext } from './upkeep.ts';
 import type { SessionChange } from '../auth/session-cache.ts';
 
@@ -66,6 +67,8 @@ export class RealtimeGateway {
   readonly #timer: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   #closing = false;
+  /** Handed over since the last turn of the event loop: taken together (joinHandoffs). */
+  #handoffs: FeedHandoff[] = [];
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -90,7 +93,7 @@ export class RealtimeGateway {
       (events, handoff) => {
         const tenantIds = [...new Set(events.map((e) => e.envelope.tenant_id))];
         if (!handoff) return fanout.notify(tenantIds);
-        setImmediate(() => this.#streams.get(handoff.tenantId)?.take(handoff));
+        if (this.#handoffs.push(handoff) === 1) setImmediate(() => this.#takeHandoffs());
         fanout.notifyOthers(tenantIds);
       },
       { wantsHandoff: (tenantId) => this.#streams.has(tenantId) },
@@ -104,6 +107,10 @@ export class RealtimeGateway {
     });
     this.#timer = setInterval(() => void heartbeat(this.#upkeep, this.#connections), options.heartbeatMs);
     deps.sessionChanges?.onChange((change) => void this.#recheck(change));
+  }
+
+  #takeHandoffs(): void {
+    for (const handoff of joinHandoffs(this.#handoffs.splice(0))) this.#streams.get(handoff.tenantId)?.take(handoff);
   }
 
   /** Re-checks the sockets a session change may have ended, instead of waiting for the next heartbeat. */
