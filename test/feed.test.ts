@@ -338,6 +338,52 @@ describe("a writer's place in the feed: final, or not (PostgreSQL)", function ()
     expect((await place(t, c.id)).alone).to.equal(true);
   });
 
+  describe("when the lock on a lower writer's id is a waiter's, not its own", () => {
+    // A backend that waited for a transaction (a row it had locked) holds a share lock on its id, granted,
+    // for a moment after it ended. The probe shows every transaction lock so, and no writer lock: as if each
+    // lower transaction had ended and a waiter held its id.
+    const probe = `waiter_probe_${process.pid}`;
+    before(async () => {
+      const { database } = await getHarness();
+      await sql
+        .raw(
+          `create schema if not exists ${probe};
+           create or replace view ${probe}.pg_locks as
+             select locktype, database, relation, page, tuple, virtualxid, transactionid, classid, objid, objsubid, virtualtransaction, pid,
+                    case when locktype = 'transactionid' then 'ShareLock' else mode end as mode, granted, fastpath, waitstart
+             from pg_catalog.pg_locks where locktype <> 'advisory';
+           grant usage on schema ${probe} to chat_app;
+           grant select on ${probe}.pg_locks to chat_app;`,
+        )
+        .execute(database.db);
+    });
+    after(async () => {
+      const { database } = await getHarness();
+      await sql.raw(`drop schema if exists ${probe} cascade`).execute(database.db);
+    });
+
+    it('a place is not final, and a read holds back what follows the writer', async () => {
+      const { database } = await getHarness();
+      const t = await createTenant();
+      const c = await createConversation(t);
+      const after = await database.withTenant(t.tenantId, (trx) => feedHead(trx, t.tenantId));
+      const slow = writerOf(t, c.id, true);
+      try {
+        await slow.started;
+        const searchPath = `${probe}, pg_catalog, public`;
+        expect((await place(t, c.id, { searchPath })).alone).to.equal(false);
+        const page = await database.withTenant(t.tenantId, async (trx) => {
+          await sql.raw(`set local search_path = ${searchPath}`).execute(trx);
+          return readFeed(trx, { tenantId: t.tenantId, after, limit: 10 });
+        });
+        expect(page.rows, 'nothing after the writer').to.deep.equal([]);
+        expect(page.heldBack).to.equal(true);
+      } finally {
+        await slow.release();
+      }
+    });
+  });
+
   describe('when a lower transaction ends between the snapshot and the lock table\'s reading', () => {
     // The probe stands in for pg_locks on the writer's search path, without any transaction lock: as if every
     // transaction the snapshot saw running had ended before the lock table was read. One that ended so may

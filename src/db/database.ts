@@ -262,8 +262,9 @@ export class ServiceClient extends pg.Client {
     if (unscoped) {
       if (!ends) return Promise.reject(new Error('The transaction has no role and tenant: it can only be rolled back')) as never;
       this.#unscoped = undefined;
-      if (!unscoped.begun) return Promise.resolve(noResult('ROLLBACK')) as never;
-      return super.query('rollback') as never;
+      const rolledBack: Promise<unknown> = unscoped.begun ? super.query('rollback') : Promise.resolve(noResult('ROLLBACK'));
+      // Asked to commit, it says it did not, as a COMMIT the server answers ROLLBACK does (committed()).
+      return (text === 'commit' ? rolledBack.then(() => Promise.reject(new TransactionAbortedError())) : rolledBack) as never;
     }
     if (begin && ends) return Promise.resolve(noResult(text.toUpperCase())) as never;
     const name = this.#named && typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;

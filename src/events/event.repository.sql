@@ -202,6 +202,7 @@ returning
       locks as materialized (
         select
           locktype,
+          mode,
           granted,
           transactionid,
           pid,
@@ -246,6 +247,7 @@ returning
           locks t
         where
           t.locktype = 'transactionid'
+          and t.mode = 'ExclusiveLock'
           and t.transactionid::text::bigint = candidate.x % 4294967296
           and not exists (
             select

@@ -24,6 +24,7 @@ select
         locks as materialized (
           select
             locktype,
+            mode,
             granted,
             transactionid,
             pid,
@@ -56,6 +57,7 @@ select
             locks t
           where
             t.locktype = 'transactionid'
+            and t.mode = 'ExclusiveLock'
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select
@@ -128,6 +130,7 @@ where
         locks as materialized (
           select
             locktype,
+            mode,
             granted,
             transactionid,
             pid,
@@ -160,6 +163,7 @@ where
             locks t
           where
             t.locktype = 'transactionid'
+            and t.mode = 'ExclusiveLock'
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select

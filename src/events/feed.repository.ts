@@ -78,18 +78,20 @@ export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenant
  * The lock table is read once (`locks`): pg_locks calls pg_lock_status() at every reference, so reading it
  * twice could see a writer's transaction lock in one reading and, the writer having committed in between,
  * miss its writer lock in the other; the writer would then pass for a non-writer and the reader would move
- * past events that commit after this statement's snapshot, skipping them for good.
+ * past events that commit after this statement's snapshot, skipping them for good. Only a transaction's own
+ * lock on its id says it runs (ExclusiveLock): a backend that waited for it (a row it locked) holds a share
+ * lock on that id, granted, for a moment after it has ended.
  */
 const horizon = (tenantId: string | undefined) => sql<string>`(
   with locks as materialized (
-    select locktype, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
     where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
   )
   select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
   from pg_snapshot_xip(pg_current_snapshot()) as x
   where not exists (
     select 1 from locks t
-    where t.locktype = 'transactionid'
+    where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
       and t.transactionid::text::bigint = x::text::bigint % 4294967296
       and not exists (
         select 1 from locks w
@@ -116,7 +118,7 @@ const horizon = (tenantId: string | undefined) => sql<string>`(
  */
 export const aloneBelow = (tenantId: string, txid: RawBuilder<unknown>) => sql<boolean>`not exists (
   with locks as materialized (
-    select locktype, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
     where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
   )
   select 1
@@ -128,7 +130,7 @@ export const aloneBelow = (tenantId: string, txid: RawBuilder<unknown>) => sql<b
   where candidate.x < ${txid}::text::bigint
     and not exists (
       select 1 from locks t
-      where t.locktype = 'transactionid'
+      where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
         and t.transactionid::text::bigint = candidate.x % 4294967296
         and not exists (
           select 1 from locks w
