@@ -2,11 +2,13 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import request from 'supertest';
 import { feedHead, readFeed } from '../src/events/feed.repository.ts';
+import { insertEventAsFeedRow, type NewEvent } from '../src/events/event.repository.ts';
 import { writeEvent } from '../src/events/outbox.ts';
+import { newId } from '../src/shared/ids.ts';
 import type { Database } from '../src/db/database.ts';
 import { getHarness, openTestDatabase } from './support/harness.ts';
 import { startThrowawayCluster, type ThrowawayCluster } from './support/pg-cluster.ts';
-import { createConversation, createTenant, PASSWORD, uniqueEmail } from './support/factories.ts';
+import { createConversation, createTenant, PASSWORD, type TestTenant, uniqueEmail } from './support/factories.ts';
 import { connect, startRealtime, type RealtimeServer } from './support/realtime.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
@@ -233,5 +235,188 @@ describe('the horizon reads the lock table once', function () {
       release();
       await slow;
     }
+  });
+});
+
+describe("a writer's place in the feed: final, or not (PostgreSQL)", function () {
+  // PGlite runs one transaction at a time: a place there is always final, and nothing can run beside it.
+  before(async function () {
+    if ((await getHarness()).database.kind !== 'postgres') this.skip();
+  });
+
+  const eventOf = (t: TestTenant, conversationId: string): NewEvent => ({
+    id: newId('event'),
+    tenant_id: t.tenantId,
+    type: 'conversation.reopened',
+    data: { conversation_id: conversationId },
+    conversation_id: conversationId,
+    internal: false,
+    recipients: [],
+    created_at: new Date(),
+  });
+
+  /** Writes an event as a send does when a stream of this instance wants it handed over. */
+  const place = async (t: TestTenant, conversationId: string, options: { searchPath?: string } = {}) => {
+    const { database } = await getHarness();
+    return database.withTenant(
+      t.tenantId,
+      async (trx) => {
+        if (options.searchPath) await sql.raw(`set local search_path = ${options.searchPath}`).execute(trx);
+        return insertEventAsFeedRow(trx, eventOf(t, conversationId), { concurrent: true });
+      },
+      { eventWriter: true },
+    );
+  };
+
+  /** A transaction held open until released, once `begun` has run in it. */
+  const holdOpen = (run: (database: Database) => Promise<unknown>) => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let ready!: () => void;
+    const started = new Promise<void>((r) => (ready = r));
+    const done = getHarness().then(({ database }) =>
+      run({
+        ...database,
+        withTenant: (tenantId, fn, options) => database.withTenant(tenantId, async (trx) => (await fn(trx), ready(), await gate), options),
+      } as Database),
+    );
+    return { started, release: async () => (release(), await done) };
+  };
+
+  const writerOf = (t: TestTenant, conversationId: string, withTxid: boolean) =>
+    holdOpen((database) =>
+      database.withTenant(
+        t.tenantId,
+        async (trx) => {
+          if (withTxid) await writeEvent(trx, t.tenantId, 'conversation.reopened', { conversation_id: conversationId }, { conversationId });
+          else await sql`select 1`.execute(trx);
+        },
+        { eventWriter: true },
+      ),
+    );
+
+  it('is final, after the tenant\'s last event, when nothing else runs', async () => {
+    const { database } = await getHarness();
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const head = await database.withTenant(t.tenantId, (trx) => feedHead(trx, t.tenantId));
+    const placed = await place(t, c.id);
+    expect(placed.alone).to.equal(true);
+    expect(placed.after).to.deep.equal(head);
+  });
+
+  it('is final beside transactions that cannot write the tenant\'s events below it', async () => {
+    const t = await createTenant();
+    const other = await createTenant();
+    const c = await createConversation(t);
+    const otherConversation = await createConversation(other);
+    // A transaction with a txid and no writer lock, a writer of another tenant, and a writer of this tenant
+    // with no txid yet (it will have a higher one: its events come after).
+    const held = [
+      holdOpen((database) => database.withTenant(t.tenantId, async (trx) => void (await sql`select pg_current_xact_id()`.execute(trx)))),
+      writerOf(other, otherConversation.id, true),
+      writerOf(t, c.id, false),
+    ];
+    try {
+      await Promise.all(held.map((h) => h.started));
+      expect((await place(t, c.id)).alone).to.equal(true);
+    } finally {
+      for (const h of held) await h.release();
+    }
+  });
+
+  it('is not final while a writer of the tenant with a lower txid runs, and is again once it has committed', async () => {
+    const t = await createTenant();
+    const c = await createConversation(t);
+    const slow = writerOf(t, c.id, true);
+    try {
+      await slow.started;
+      expect((await place(t, c.id)).alone).to.equal(false);
+    } finally {
+      await slow.release();
+    }
+    expect((await place(t, c.id)).alone).to.equal(true);
+  });
+
+  describe("when the lock on a lower writer's id is a waiter's, not its own", () => {
+    // A backend that waited for a transaction (a row it had locked) holds a share lock on its id, granted,
+    // for a moment after it ended. The probe shows every transaction lock so, and no writer lock: as if each
+    // lower transaction had ended and a waiter held its id.
+    const probe = `waiter_probe_${process.pid}`;
+    before(async () => {
+      const { database } = await getHarness();
+      await sql
+        .raw(
+          `create schema if not exists ${probe};
+           create or replace view ${probe}.pg_locks as
+             select locktype, database, relation, page, tuple, virtualxid, transactionid, classid, objid, objsubid, virtualtransaction, pid,
+                    case when locktype = 'transactionid' then 'ShareLock' else mode end as mode, granted, fastpath, waitstart
+             from pg_catalog.pg_locks where locktype <> 'advisory';
+           grant usage on schema ${probe} to chat_app;
+           grant select on ${probe}.pg_locks to chat_app;`,
+        )
+        .execute(database.db);
+    });
+    after(async () => {
+      const { database } = await getHarness();
+      await sql.raw(`drop schema if exists ${probe} cascade`).execute(database.db);
+    });
+
+    it('a place is not final, and a read holds back what follows the writer', async () => {
+      const { database } = await getHarness();
+      const t = await createTenant();
+      const c = await createConversation(t);
+      const after = await database.withTenant(t.tenantId, (trx) => feedHead(trx, t.tenantId));
+      const slow = writerOf(t, c.id, true);
+      try {
+        await slow.started;
+        const searchPath = `${probe}, pg_catalog, public`;
+        expect((await place(t, c.id, { searchPath })).alone).to.equal(false);
+        const page = await database.withTenant(t.tenantId, async (trx) => {
+          await sql.raw(`set local search_path = ${searchPath}`).execute(trx);
+          return readFeed(trx, { tenantId: t.tenantId, after, limit: 10 });
+        });
+        expect(page.rows, 'nothing after the writer').to.deep.equal([]);
+        expect(page.heldBack).to.equal(true);
+      } finally {
+        await slow.release();
+      }
+    });
+  });
+
+  describe('when a lower transaction ends between the snapshot and the lock table\'s reading', () => {
+    // The probe stands in for pg_locks on the writer's search path, without any transaction lock: as if every
+    // transaction the snapshot saw running had ended before the lock table was read. One that ended so may
+    // have committed events the snapshot does not see.
+    const probe = `place_probe_${process.pid}`;
+    before(async () => {
+      const { database } = await getHarness();
+      await sql
+        .raw(
+          `create schema if not exists ${probe};
+           create or replace view ${probe}.pg_locks as select * from pg_catalog.pg_locks where locktype <> 'transactionid';
+           grant usage on schema ${probe} to chat_app;
+           grant select on ${probe}.pg_locks to chat_app;`,
+        )
+        .execute(database.db);
+    });
+    after(async () => {
+      const { database } = await getHarness();
+      await sql.raw(`drop schema if exists ${probe} cascade`).execute(database.db);
+    });
+
+    it('is not final', async () => {
+      const t = await createTenant();
+      const c = await createConversation(t);
+      // It writes no events (no writer lock): read as ended, it might have.
+      const lower = holdOpen((database) => database.withTenant(t.tenantId, async (trx) => void (await sql`select pg_current_xact_id()`.execute(trx))));
+      try {
+        await lower.started;
+        expect((await place(t, c.id, { searchPath: `${probe}, pg_catalog, public` })).alone).to.equal(false);
+        expect((await place(t, c.id)).alone, 'read as it is').to.equal(true);
+      } finally {
+        await lower.release();
+      }
+    });
   });
 });

@@ -70,7 +70,7 @@ for (const [engine, url] of engines) {
       await database.withTenant(tenantA, (trx) => trx.updateTable('tenants').set({ timezone: 'Asia/Tokyo' }).execute());
       const b = await database.withTenant(tenantB, (trx) => tenantRepo.findTenant(trx, tenantB));
       expect(b?.timezone).to.equal('UTC');
-      const deleted = await database.withTenant(tenantA, (trx) => trx.deleteFrom('refresh_tokens').execute().catch((e) => e));
+      const deleted = await database.withTenant(tenantA, (trx) => trx.deleteFrom('refresh_tokens').execute()).catch((e) => e);
       expect((deleted as { code?: string }).code).to.equal('42501'); // the request role has no grant on tokens at all
     });
 

@@ -4,8 +4,10 @@ import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { TokenService } from '../src/auth/tokens.ts';
 import { sql } from 'kysely';
+import { createClient, type RedisClientType } from 'redis';
 import { EventBus } from '../src/events/bus.ts';
 import { inTenantTransaction, writeEvent } from '../src/events/outbox.ts';
+import { RedisFanout } from '../src/realtime/fanout.ts';
 import { CLOSE } from '../src/realtime/gateway.ts';
 import { newId } from '../src/shared/ids.ts';
 import { addMember, createConversation, createTenant, createVisitor, login, type TestTenant } from './support/factories.ts';
@@ -282,7 +284,7 @@ describe('realtime gateway', function () {
       expect(stored()).to.deep.equal(['conversation.reopened', 'conversation.assigned', 'message.created']);
     });
 
-    describe('handed over by their writer (one transaction at a time)', () => {
+    describe('handed over by their writer', () => {
       const STORED = (f: Record<string, any>) => f.id && !['presence.updated', 'typing', 'visitor.online', 'visitor.offline'].includes(f.type);
       /** An event committed without telling anyone: a writer that hands nothing over (or whose handoff was lost). */
       const silentEvent = async (t: TestTenant, conversationId: string) => {
@@ -292,9 +294,8 @@ describe('realtime gateway', function () {
         });
       };
 
-      it('a send reaches the sockets without a read of the feed', async function () {
+      it('a send reaches the sockets without a read of the feed', async () => {
         const { database } = await getHarness();
-        if (database.kind !== 'pglite') this.skip(); // on PostgreSQL every stream reads (commit-safe order)
         let streamTransactions = 0;
         const counted = { ...database, withTenant: ((...args) => (streamTransactions++, database.withTenant(...args))) as typeof database.withTenant };
         const own = await startRealtime({ streamDatabase: counted });
@@ -316,14 +317,13 @@ describe('realtime gateway', function () {
         }
       });
 
-      it('a transaction whose failed statement was caught is an error, and hands nothing over', async function () {
+      it('a transaction whose failed statement was caught is an error, and hands nothing over', async () => {
         const { database } = await getHarness();
-        if (database.kind !== 'pglite') this.skip(); // nothing is handed over on PostgreSQL
         const t = await createTenant();
         const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
         const bus = new EventBus();
         const heard: unknown[] = [];
-        bus.subscribe((events, handoff) => heard.push({ events, handoff }));
+        bus.subscribe((events, handoff) => heard.push({ events, handoff }), { wantsHandoff: () => true });
         let failure: unknown;
         try {
           await inTenantTransaction(database, bus, t.tenantId, async (trx, emit) => {
@@ -600,6 +600,72 @@ describe('realtime across instances (Redis)', function () {
       agentSocket.ws.terminate();
     } finally {
       socket.ws.terminate();
+    }
+  });
+  it("a send's own instance delivers it without a read of the feed, and tells the other, which reads", async () => {
+    const { database } = await getHarness();
+    const counts = { mine: 0, other: 0 };
+    const counting = (key: keyof typeof counts) =>
+      ({ ...database, withTenant: ((...args) => (counts[key]++, database.withTenant(...args))) as typeof database.withTenant }) as typeof database;
+    const mine = await startRealtime({ redisUrl, streamDatabase: counting('mine') });
+    const other = await startRealtime({ redisUrl, streamDatabase: counting('other') });
+    try {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const here = await connect(mine.wsUrl, auth);
+      const there = await connect(other.wsUrl, auth);
+      try {
+        const conv = await createConversation(t, {}, t.owner.accessToken, mine.app);
+        await Promise.all([here, there].map((s) => s.next((f) => f.type === 'conversation.created' && f.data.conversation_id === conv.id)));
+        const before = { ...counts };
+        await request(mine.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'to both' }).expect(201);
+        await Promise.all([here, there].map((s) => s.next((f) => f.type === 'message.created' && f.data.message.content === 'to both')));
+        expect(counts.mine - before.mine, "reads by the writer's instance").to.equal(0);
+        expect(counts.other - before.other, 'reads by the other instance').to.be.at.least(1);
+      } finally {
+        here.ws.terminate();
+        there.ws.terminate();
+      }
+    } finally {
+      await mine.close();
+      await other.close();
+    }
+  });
+
+  it('an instance hears what it publishes at once, and not again from Redis', async () => {
+    const clients = [createClient({ url: redisUrl }), createClient({ url: redisUrl })] as RedisClientType[];
+    await Promise.all(clients.map((c) => c.connect()));
+    const [a, b] = await Promise.all(clients.map((c) => RedisFanout.create(c)));
+    const heard = { a: [] as string[], b: [] as string[] };
+    const waiters: (() => void)[] = [];
+    const until = async (check: () => boolean) => {
+      while (!check()) await new Promise<void>((r) => waiters.push(r));
+    };
+    // Other instances of this run publish on the same channel: only this test's names are kept.
+    const tag = newId('tenant');
+    const hear = (name: 'a' | 'b', what: string) => {
+      if (what.endsWith(tag)) heard[name].push(what.slice(0, -tag.length - 1));
+      for (const w of waiters.splice(0)) w();
+    };
+    await Promise.all(
+      ([['a', a!], ['b', b!]] as const).map(([name, fanout]) =>
+        fanout.subscribe({ onNotify: (tenantId) => hear(name, `notify ${tenantId}`), onLive: (signal) => hear(name, `live ${signal.tenantId}`) }),
+      ),
+    );
+    try {
+      a!.notify([`t1 ${tag}`]);
+      a!.live({ tenantId: `t2 ${tag}`, envelope: { type: 'typing', tenant_id: `t2 ${tag}`, created_at: '' }, toMembers: true, data: {} } as never);
+      await Promise.resolve();
+      expect(heard.a, 'heard by a before any round trip to Redis').to.deep.equal(['notify t1', 'live t2']);
+      await until(() => heard.b.includes('live t2'));
+      // Redis keeps one channel's order: once a hears b's sentinel, any echo of its own would be in.
+      b!.notify([`sentinel ${tag}`]);
+      await until(() => heard.a.includes('notify sentinel'));
+      expect(heard.a).to.deep.equal(['notify t1', 'live t2', 'notify sentinel']);
+      expect(heard.b).to.deep.equal(['notify t1', 'live t2', 'notify sentinel']);
+    } finally {
+      await Promise.all([a!.close(), b!.close()]);
+      await Promise.all(clients.map((c) => c.quit()));
     }
   });
 });

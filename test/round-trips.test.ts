@@ -3,7 +3,7 @@ import { type KyselyPlugin, sql } from 'kysely';
 import net from 'node:net';
 import pg from 'pg';
 import request from 'supertest';
-import { BEGIN_MARK, type Database, EVENT_WRITER_LOCK, openDatabase, ServiceClient } from '../src/db/database.ts';
+import { BEGIN_MARK, type Database, EVENT_WRITER_LOCK, openDatabase, ServiceClient, TransactionAbortedError } from '../src/db/database.ts';
 import { prepared, statementName } from '../src/db/prepared.ts';
 import { SessionCache } from '../src/auth/session-cache.ts';
 import { createConversation, createTenant } from './support/factories.ts';
@@ -239,6 +239,22 @@ describe("the pool's client when a transaction's first statement fails before it
     expect(next?.message).to.match(/can only be rolled back/);
     await ask('rollback', []);
     // The BEGIN the server ran was rolled back: this statement is a transaction of its own, as the login role.
+    expect(await alone()).to.equal(true);
+  });
+
+  it('asked to commit after that, it says the transaction was rolled back, and it was', async () => {
+    await ask(BEGIN_MARK, ['chat_app', {}, false]);
+    await ask('select 1 as one', []).catch(() => undefined); // caught, and the caller goes on to commit
+    const commit = await ask('commit', []).then(() => undefined, (err: Error) => err);
+    expect(commit).to.be.instanceOf(TransactionAbortedError);
+    expect(await alone()).to.equal(true);
+  });
+
+  it('a COMMIT the server answers ROLLBACK (a failed statement caught) is an error', async () => {
+    await ask(BEGIN_MARK, ['chat_app', tenantId, false]);
+    await ask('select 1 / 0 as never', []).catch(() => undefined);
+    const commit = await ask('commit', []).then(() => undefined, (err: Error) => err);
+    expect(commit).to.be.instanceOf(TransactionAbortedError);
     expect(await alone()).to.equal(true);
   });
 });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Database } from '../src/db/database.ts';
 import type { FeedPage, FeedPosition, FeedRow } from '../src/events/feed.repository.ts';
 import type { Connection } from '../src/realtime/connection.ts';
-import { TenantStream } from '../src/realtime/tenant-stream.ts';
+import { joinHandoffs, TenantStream } from '../src/realtime/tenant-stream.ts';
 import type { OutgoingFrame } from '../src/realtime/wire.ts';
 
 const TENANT = 'tn_00000000-0000-7000-8000-000000000001';
@@ -42,7 +42,7 @@ function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logErro
   const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined, ...extra });
   // A socket before its welcome keeps what it is sent in its backlog: the test reads it there.
   const conn = { id: 'c', tenantId: TENANT, audience: { kind: 'member', userId: 'u', sessionId: 's' }, backlog: [] } as unknown as Connection;
-  const received = () => (conn.backlog as OutgoingFrame[]).map((f) => (JSON.parse(f.payload.toString()) as { id: string }).id);
+  const received = () => (conn.backlog as OutgoingFrame[]).flatMap((f) => f.payloads.map((p) => (JSON.parse(p.toString()) as { id: string }).id));
   return { stream, conn, reads, received };
 }
 
@@ -109,5 +109,58 @@ describe('a tenant stream taking events handed over by their writer', () => {
     expect(() => s.stream.take({ tenantId: TENANT, after: { txid: '100', position: 0 }, rows: [row(1)] })).not.to.throw();
     expect(logged).to.have.length(1);
     expect(s.reads, 'the feed is read instead').to.have.length(1);
+  });
+});
+
+describe('events of one moment, together', () => {
+  const at = (position: number): FeedPosition => ({ txid: String(100 + position), position });
+  const OTHER = 'tn_00000000-0000-7000-8000-000000000002';
+
+  it('handoffs of a tenant are joined where one follows the last directly, and never otherwise', () => {
+    const handoffs = [
+      { tenantId: TENANT, after: at(0), rows: [row(1)] },
+      { tenantId: OTHER, after: at(0), rows: [{ ...row(1), tenant_id: OTHER }] },
+      { tenantId: TENANT, after: at(1), rows: [row(2), row(3)] },
+      // Not after event 3: a writer in between handed nothing over.
+      { tenantId: TENANT, after: at(4), rows: [row(5)] },
+      { tenantId: TENANT, after: at(5), rows: [row(6)] },
+    ];
+    const joined = joinHandoffs(handoffs);
+    expect(joined.map((h) => [h.tenantId === TENANT ? 'mine' : 'other', h.after.position, h.rows.map((r) => r.position)])).to.deep.equal([
+      ['mine', 0, [1, 2, 3]],
+      ['other', 0, [1]],
+      ['mine', 4, [5, 6]],
+    ]);
+    expect(handoffs[0]!.rows, 'what was handed over is left as it was').to.have.length(1);
+  });
+
+  it('a batch reaches each socket in one write of every frame in order, the same bytes for sockets that get the same events', async () => {
+    const s = streamOn({ txid: '100', position: 0 });
+    const member = (id: string) => ({ id, tenantId: TENANT, audience: { kind: 'member', userId: id, sessionId: id }, backlog: [] }) as unknown as Connection;
+    const visitor = { id: 'v', tenantId: TENANT, audience: { kind: 'visitor', visitorId: 'vis_1' }, backlog: [] } as unknown as Connection;
+    const [a, b] = [member('a'), member('b')];
+    for (const conn of [a, b, visitor]) await s.stream.join(conn);
+    await settle();
+    s.reads.splice(0).forEach((r) => r.answer({ rows: [], heldBack: false }));
+    await settle();
+    const forVisitor: FeedRow = { ...row(2), type: 'message.created', visitor_id: 'vis_1', data: { conversation_id: 'conv_1', message: {} } as never };
+    s.stream.take({ tenantId: TENANT, after: at(0), rows: [row(1), forVisitor, row(3)] });
+    const [fa, fb, fv] = [a, b, visitor].map((c) => c.backlog as OutgoingFrame[]);
+    expect(fa, 'one write').to.have.length(1);
+    expect(fb![0], 'the same bytes').to.equal(fa![0]);
+    const ids = (f: OutgoingFrame) => f.payloads.map((p) => (JSON.parse(p.toString()) as { id: string }).id);
+    expect(ids(fa![0]!)).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
+    expect(fv!.flatMap(ids), 'only what is for the visitor').to.deep.equal(['evt_2']);
+    // The write holds each frame whole, header and text, one after the other.
+    const frames: string[] = [];
+    for (let wire = fa![0]!.wire; wire.length > 0; ) {
+      expect(wire[0], 'a final text frame').to.equal(0x81);
+      let length = wire[1]! & 0x7f;
+      let offset = 2;
+      if (length === 126) [length, offset] = [wire.readUInt16BE(2), 4];
+      frames.push(wire.subarray(offset, offset + length).toString());
+      wire = wire.subarray(offset + length);
+    }
+    expect(frames.map((f) => (JSON.parse(f) as { id: string }).id)).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
   });
 });

@@ -1,4 +1,4 @@
-// The benchmark's ideal baseline: plain node:http and pg, running in one transaction the statements the
+// The benchmark's ideal baseline: plain node:http and pg (or PGlite), running in one transaction the statements the
 // app's work transaction sent for each endpoint (captured by conversations.ts: BEGIN with the tenant's
 // set_config, as the app sends them on PostgreSQL, then the work; for a list page, the page query alone,
 // without a total), with the same JWT check. What the app costs beyond this is express, the validator,
@@ -7,6 +7,7 @@ import { createSecretKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import jwt from 'jsonwebtoken';
+import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { newId } from '../../src/shared/ids.ts';
 
@@ -25,9 +26,26 @@ interface Captured {
 const captured = JSON.parse(readFileSync(process.env.BASELINE_CAPTURE!, 'utf8')) as Captured;
 // A key object, as the app's TokenService keeps: a string is tried as a PEM key at every verify.
 const secret = createSecretKey(Buffer.from(process.env.JWT_SECRET!, 'utf8'));
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_MAX ?? 10) });
+// BASELINE_PGLITE_DIR: the embedded database instead, in this process as the app has it (a copy of the
+// app's data directory); its transactions run one at a time, as the app's do.
+const pgliteDir = process.env.BASELINE_PGLITE_DIR;
+const pglite = pgliteDir ? await PGlite.create({ dataDir: pgliteDir }) : undefined;
+const pool = pglite ? undefined : new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DATABASE_POOL_MAX ?? 10) });
 
 async function replay(statements: Statement[], rewrite: (p: unknown) => unknown): Promise<unknown[]> {
+  if (pglite) return replayOnPGlite(pglite, statements, rewrite);
+  return replayOnPostgres(pool!, statements, rewrite);
+}
+
+function replayOnPGlite(db: PGlite, statements: Statement[], rewrite: (p: unknown) => unknown): Promise<unknown[]> {
+  return db.transaction(async (tx) => {
+    let last: unknown[] = [];
+    for (const s of statements) last = (await tx.query(s.sql, s.params.map(rewrite))).rows;
+    return last;
+  });
+}
+
+async function replayOnPostgres(pool: pg.Pool, statements: Statement[], rewrite: (p: unknown) => unknown): Promise<unknown[]> {
   let last: unknown[] = [];
   const client = await pool.connect();
   try {

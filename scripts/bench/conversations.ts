@@ -7,8 +7,9 @@
 // server is a process of its own. Figures go to scripts/bench/results/conversations.json.
 //
 //   DATABASE_URL=postgres://user@127.0.0.1:5432/db npm run bench:conversations
+//   npm run bench:conversations          # embedded PGlite: each server on its own copy of one data directory
 //   BENCH_SIZES=10000,1000000 BENCH_SECONDS=10 BENCH_CONNECTIONS=10 BENCH_ENDPOINTS=list,listOpen,get,post ...
-import { writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -22,11 +23,11 @@ import { seedConversations } from './seed-conversations.ts';
 import { type Figures, writeResults } from './results.ts';
 import { startProcess } from './support.ts';
 
-const databaseUrl = process.env.DATABASE_URL;
-if (!databaseUrl?.startsWith('postgres')) {
-  console.error('Set DATABASE_URL to a PostgreSQL database: the baseline runs on pg.');
-  process.exit(2);
-}
+const databaseUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined;
+// Without PostgreSQL the servers run on PGlite, each in its own process as the service runs on its
+// embedded default: one data directory is made and seeded, then copied for each server (PGlite opens a
+// directory in one process only). The sends write to each server's own copy.
+const onPGlite = databaseUrl === undefined;
 const sizes = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -37,7 +38,7 @@ const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 1);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const JWT_SECRET = 'benchmark-secret-that-is-long-enough-0123456789';
 
-const startServer = (script: string, env: Record<string, string>) => startProcess(script, { JWT_SECRET, DATABASE_URL: databaseUrl!, ...env });
+const startServer = (script: string, env: Record<string, string>) => startProcess(script, { JWT_SECRET, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...env });
 
 const json = (token: string) => ({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' });
 
@@ -77,15 +78,23 @@ function load(endpoint: Endpoint, url: string, token: string, conversationIds: s
   });
 }
 
-const database = await openDatabase({ databaseUrl, dataDir: tmpdir(), poolMax: 4 });
-await migrateToLatest(database.db);
-console.log(`conversations benchmark: ${cpus().length} cores, ${seconds} s per run, ${connections} connections, PostgreSQL\n`);
+const database = databaseUrl ? await openDatabase({ databaseUrl, dataDir: tmpdir(), poolMax: 4 }) : undefined;
+if (database) await migrateToLatest(database.db);
+console.log(`conversations benchmark: ${cpus().length} cores, ${seconds} s per run, ${connections} connections, ${onPGlite ? 'PGlite' : 'PostgreSQL'}\n`);
 console.log('size   endpoint                          server                 req/s   p50 ms   p99 ms  non-2xx  CPU µs/req  of ideal (named)  first ms');
 const figures: Figures = {};
 
 for (const size of sizes) {
+  const appEnv = { RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' };
+  // On PGlite: the data directory the app makes and the seed fills, copied for each server.
+  const pgliteRoot = onPGlite ? mkdtempSync(join(tmpdir(), 'chat-bench-conversations-')) : undefined;
+  const pgliteCopy = (name: string) => {
+    const dir = join(pgliteRoot!, name);
+    if (name !== 'made') cpSync(join(pgliteRoot!, 'made'), dir, { recursive: true });
+    return { DATABASE_URL: `pglite://${dir}` };
+  };
   // The app (validating responses) makes the tenant and the conversations the writes go to.
-  const app = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
+  let app = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', ...appEnv, ...(onPGlite ? pgliteCopy('made') : {}) });
   const email = `bench-${Date.now()}@example.test`;
   const registered = (await fetch(`${app.url}/api/v1/auth/register`, {
     method: 'POST',
@@ -103,36 +112,60 @@ for (const size of sizes) {
         body: JSON.stringify({ email, password: 'benchmark password' }),
       }).then((r) => r.json())) as { access_token: string }
     ).access_token;
+  const createConversations = async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const c = (await fetch(`${app.url}/api/v1/conversations`, {
+        method: 'POST',
+        headers: json(token),
+        body: JSON.stringify({ subject: `bench ${i}`, ...(await contactFor(app.url, token, i)) }),
+      }).then((r) => r.json())) as { id: string };
+      ids.push(c.id);
+    }
+    return ids;
+  };
   const seedStart = Date.now();
-  await seedConversations(database, registered.tenant.id, size);
-  const seedMs = Date.now() - seedStart;
-  const conversationIds: string[] = [];
-  for (let i = 0; i < 50; i++) {
-    const c = (await fetch(`${app.url}/api/v1/conversations`, {
-      method: 'POST',
-      headers: json(token),
-      body: JSON.stringify({ subject: `bench ${i}`, ...(await contactFor(app.url, token, i)) }),
-    }).then((r) => r.json())) as { id: string };
-    conversationIds.push(c.id);
+  let conversationIds: string[];
+  let captured: Awaited<ReturnType<typeof captureStatements>>;
+  if (database) {
+    await seedConversations(database, registered.tenant.id, size);
+    conversationIds = await createConversations();
+    // The statements the app runs for each endpoint, for the baseline to replay.
+    captured = await captureStatements(databaseUrl!, token, registered.tenant.id, conversationIds[0]!);
+  } else {
+    // PGlite: the directory is this process's while it seeds and captures, then the servers' copies'.
+    conversationIds = await createConversations();
+    await app.stop();
+    const made = pgliteCopy('made').DATABASE_URL;
+    const seeding = await openDatabase({ databaseUrl: made, dataDir: tmpdir(), poolMax: 1 });
+    await seedConversations(seeding, registered.tenant.id, size);
+    await seeding.close();
+    captured = await captureStatements(made, token, registered.tenant.id, conversationIds[0]!);
+    // A login that every copy knows (the seed can outlast an access token).
+    app = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', ...appEnv, DATABASE_URL: made });
+    token = await freshToken();
+    await app.stop();
   }
-
-  // The statements the app runs for each endpoint, for the baseline to replay.
-  const captured = await captureStatements(token, registered.tenant.id, conversationIds[0]!);
+  const seedMs = Date.now() - seedStart;
   const captureFile = join(tmpdir(), `bench-capture-${process.pid}.json`);
   writeFileSync(captureFile, JSON.stringify(captured));
 
-  // All three servers run side by side (an idle one costs nothing) and each endpoint is measured on all
+  // All the servers run side by side (an idle one costs nothing) and each endpoint is measured on all
   // of them before the next: the sends, which add messages, come last, so every server reads the same data.
-  const appOff = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '1000000', BCRYPT_COST: '4' });
-  const baseline = await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile });
+  if (onPGlite) app = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', ...appEnv, ...pgliteCopy('on') });
+  const appOff = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'false', ...appEnv, ...(onPGlite ? pgliteCopy('off') : {}) });
+  const baseline = await startServer('scripts/bench/baseline-server.ts', {
+    BASELINE_CAPTURE: captureFile,
+    ...(onPGlite ? { BASELINE_PGLITE_DIR: pgliteCopy('ideal').DATABASE_URL.slice('pglite://'.length) } : {}),
+  });
   // The same ideal with its statements prepared per connection, as the app's hot ones are on PostgreSQL
-  // (DATABASE_NAMED_STATEMENTS): what the ratio would be if the ideal did that too.
-  const namedBaseline = await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile, BASELINE_NAMED: 'true' });
+  // (DATABASE_NAMED_STATEMENTS): what the ratio would be if the ideal did that too. (PostgreSQL only.)
+  const namedBaseline = onPGlite ? undefined : await startServer('scripts/bench/baseline-server.ts', { BASELINE_CAPTURE: captureFile, BASELINE_NAMED: 'true' });
   const servers: [string, string, () => number][] = [
     ['app, validation on', app.url, app.cpuSeconds],
     ['app, validation off', appOff.url, appOff.cpuSeconds],
     ['ideal node:http+pg', baseline.url, baseline.cpuSeconds],
-    ['ideal, named', namedBaseline.url, namedBaseline.cpuSeconds],
+    ...(namedBaseline ? [['ideal, named', namedBaseline.url, namedBaseline.cpuSeconds] as [string, string, () => number]] : []),
   ];
   const label = size >= 1_000_000 ? `${size / 1_000_000}M` : `${size / 1000}k`;
   console.log(`(${label}: seeded in ${(seedMs / 1000).toFixed(1)} s)`);
@@ -140,7 +173,8 @@ for (const size of sizes) {
     // Each server's own CPU per answered request (the servers take turns, so the time is its own).
     const cpuPerRequest = new Map<string, number>();
     const firstRequestMs = new Map<string, number>();
-    token = await freshToken();
+    // (On PGlite a login would be known to one copy only: the one made before the copies serves throughout.)
+    if (!onPGlite) token = await freshToken();
     for (const [server, url] of servers) {
       firstRequestMs.set(server, await firstRequest(endpoint, url, token, conversationIds[0]!));
       if (warmupSeconds > 0) await load(endpoint, url, token, conversationIds, warmupSeconds);
@@ -172,7 +206,7 @@ for (const size of sizes) {
       return [server, { requests: { average: s.requests / s.seconds }, latency: { p50, p99: Math.max(...s.p99) }, non2xx: s.non2xx }];
     });
     const base = results.find(([n]) => n === 'ideal node:http+pg')![1];
-    const namedBase = results.find(([n]) => n === 'ideal, named')![1];
+    const namedBase = results.find(([n]) => n === 'ideal, named')?.[1];
     const on = results.find(([n]) => n.endsWith('on'))![1];
     for (const [server, x] of results) {
       const ratio = x.requests.average / base.requests.average;
@@ -184,10 +218,10 @@ for (const size of sizes) {
       figures[`${key}.first_request_ms`] = Math.round(firstRequestMs.get(server)!);
       if (!server.startsWith('ideal')) {
         figures[`${key}.ratio_of_ideal`] = Number(ratio.toFixed(3));
-        figures[`${key}.ratio_of_ideal_named`] = Number((x.requests.average / namedBase.requests.average).toFixed(3));
+        if (namedBase) figures[`${key}.ratio_of_ideal_named`] = Number((x.requests.average / namedBase.requests.average).toFixed(3));
       }
       console.log(
-        `${label.padEnd(6)} ${ENDPOINTS[endpoint].padEnd(33)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(7)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}  ${String(x.non2xx).padStart(7)}  ${Math.round(cpuPerRequest.get(server)!).toString().padStart(9)}  ${(server.startsWith('ideal') ? '' : `${ratio.toFixed(2)} (${(x.requests.average / namedBase.requests.average).toFixed(2)})`).padStart(11)}  ${Math.round(firstRequestMs.get(server)!).toString().padStart(8)}`,
+        `${label.padEnd(6)} ${ENDPOINTS[endpoint].padEnd(33)} ${server.padEnd(20)} ${x.requests.average.toFixed(0).padStart(7)}   ${String(x.latency.p50).padStart(6)}   ${String(x.latency.p99).padStart(6)}  ${String(x.non2xx).padStart(7)}  ${Math.round(cpuPerRequest.get(server)!).toString().padStart(9)}  ${(server.startsWith('ideal') ? '' : `${ratio.toFixed(2)}${namedBase ? ` (${(x.requests.average / namedBase.requests.average).toFixed(2)})` : ''}`).padStart(11)}  ${Math.round(firstRequestMs.get(server)!).toString().padStart(8)}`,
       );
     }
     const failed = results.filter(([, x]) => x.non2xx > 0).map(([n]) => n);
@@ -198,10 +232,12 @@ for (const size of sizes) {
     figures[`${endpoint}.${label}.validation_cost`] = Number(cost.toFixed(3));
     console.log(`${''.padEnd(6)} ${''.padEnd(33)} response validation costs ${(cost * 100).toFixed(0)}% of req/s`);
   }
-  await Promise.all([app.stop(), appOff.stop(), baseline.stop(), namedBaseline.stop()]);
+  await Promise.all([app.stop(), appOff.stop(), baseline.stop(), namedBaseline?.stop()]);
+  if (pgliteRoot) rmSync(pgliteRoot, { recursive: true, force: true });
 }
-await database.close();
-writeResults('conversations', figures, { seconds, rounds, connections, sizes });
+await database?.close();
+// PostgreSQL's figures and PGlite's each keep a file of their own.
+writeResults(onPGlite ? 'conversations-pglite' : 'conversations', figures, { seconds, rounds, connections, sizes });
 
 /**
  * The time of one request, alone: the first of its route in the server's life, it compiles what the route
@@ -226,7 +262,7 @@ async function contactFor(url: string, token: string, i: number) {
 }
 
 // Runs each endpoint once through an in-process app whose database reports every statement.
-async function captureStatements(token: string, tenantId: string, conversationId: string) {
+async function captureStatements(databaseUrl: string, token: string, tenantId: string, conversationId: string) {
   let sink: { sql: string; params: unknown[] }[] = [];
   const db = await openDatabase({ databaseUrl, dataDir: tmpdir(), poolMax: 2, onQuery: (sql, params) => sink.push({ sql, params: [...params] }) });
   const passwords = new PasswordHasher(4, 1);

@@ -23,7 +23,7 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 
-const { url: base, stop } = await startProcess('src/server.ts', {
+const { url: base, stop, cpuSeconds } = await startProcess('src/server.ts', {
   DATABASE_URL: process.env.DATABASE_URL ?? 'pglite://memory',
   DATA_DIR: '/tmp/chat-bench-messages',
   BCRYPT_COST: '4',
@@ -34,6 +34,8 @@ const post = jsonPost(base);
 interface Phase {
   sent: number;
   seconds: number;
+  /** The service's own CPU per message sent, in ms (delivery included): steadier than the rate on a machine whose speed wanders. */
+  cpuMs: number;
   /** ms from a send's answer to the last socket's frame (0 when every socket had it before the answer). */
   delivery: number[];
 }
@@ -80,6 +82,7 @@ try {
     seen.clear();
     lastFrame.clear();
     let sent = 0;
+    const cpuBefore = cpuSeconds();
     const until = performance.now() + seconds * 1000;
     const t0 = performance.now();
     await Promise.all(
@@ -102,7 +105,7 @@ try {
       while (lastFrame.size < answered.size && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     }
     const delivery = [...answered].map(([content, at]) => Math.max(0, (lastFrame.get(content) ?? Infinity) - at));
-    return { sent, seconds: elapsed, delivery };
+    return { sent, seconds: elapsed, delivery, cpuMs: ((cpuSeconds() - cpuBefore) * 1000) / Math.max(1, sent) };
   }
 
   console.log(
@@ -116,19 +119,22 @@ try {
   const half = await run('half', fullRate / 2);
   const halfRate = half.sent / half.seconds;
   const lost = (p: Phase) => p.delivery.filter((d) => !Number.isFinite(d)).length;
-  console.log('phase                                   messages/s   delivery p50 ms   p99 ms   undelivered');
-  console.log(`sends, no sockets open                  ${aloneRate.toFixed(0).padStart(10)}`);
+  console.log('phase                                   messages/s   delivery p50 ms   p99 ms   undelivered   service CPU ms per message');
+  console.log(`sends, no sockets open                  ${aloneRate.toFixed(0).padStart(10)}   ${''.padStart(15)}   ${''.padStart(6)}   ${''.padStart(11)}   ${alone.cpuMs.toFixed(2).padStart(8)}`);
   console.log(
-    `sends as fast as taken, ${socketCount} sockets     ${fullRate.toFixed(0).padStart(10)}   ${percentile(full.delivery, 50).toFixed(1).padStart(15)}   ${percentile(full.delivery, 99).toFixed(1).padStart(6)}   ${lost(full)}`,
+    `sends as fast as taken, ${socketCount} sockets     ${fullRate.toFixed(0).padStart(10)}   ${percentile(full.delivery, 50).toFixed(1).padStart(15)}   ${percentile(full.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(full)).padStart(11)}   ${full.cpuMs.toFixed(2).padStart(8)}`,
   );
   console.log(
-    `at half that rate                       ${halfRate.toFixed(0).padStart(10)}   ${percentile(half.delivery, 50).toFixed(1).padStart(15)}   ${percentile(half.delivery, 99).toFixed(1).padStart(6)}   ${lost(half)}`,
+    `at half that rate                       ${halfRate.toFixed(0).padStart(10)}   ${percentile(half.delivery, 50).toFixed(1).padStart(15)}   ${percentile(half.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(half)).padStart(11)}   ${half.cpuMs.toFixed(2).padStart(8)}`,
   );
   console.log(`\nwith ${socketCount} sockets the sends reach ${(fullRate / aloneRate).toFixed(2)} of their rate with none open`);
   writeResults(
     'messages',
     {
       'no_sockets.messages_s': Math.round(aloneRate),
+      'no_sockets.service_cpu_ms_per_message': Number(alone.cpuMs.toFixed(3)),
+      'full.service_cpu_ms_per_message': Number(full.cpuMs.toFixed(3)),
+      'half.service_cpu_ms_per_message': Number(half.cpuMs.toFixed(3)),
       'full.messages_s': Math.round(fullRate),
       'full.ratio_of_no_sockets': Number((fullRate / aloneRate).toFixed(3)),
       'full.delivery_p50_ms': Number(percentile(full.delivery, 50).toFixed(1)),

@@ -221,10 +221,19 @@ export const samples: Record<string, Record<string, unknown>> = {
       },
     },
     ensureNotAborted: [],
-    insertEventAsFeedRow: [{ id: 'evt', tenant_id: 'tn', type: 'message.created', data: {}, conversation_id: 'conv', internal: false, recipients: [], created_at: NOW }],
+    insertEventAsFeedRow: {
+      cases: {
+        'one transaction at a time (PGlite)': [{ id: 'evt', tenant_id: 'tn', type: 'message.created', data: {}, conversation_id: 'conv', internal: false, recipients: [], created_at: NOW }],
+        'PostgreSQL: and whether its place is final': [
+          { id: 'evt', tenant_id: 'tn', type: 'message.created', data: {}, conversation_id: 'conv', internal: false, recipients: [], created_at: NOW },
+          { concurrent: true },
+        ],
+      },
+    },
   }),
   'events/feed.repository.ts': of<typeof feed>({
     tenantLockKey: { skip: 'a fragment of the statements below' },
+    aloneBelow: { skip: 'a fragment of event.insertEventAsFeedRow' },
     readFeed: {
       cases: {
         'one tenant, up to the horizon': [{ tenantId: 'tn', after: { txid: '1', position: 1 }, limit: 100 }],

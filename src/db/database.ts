@@ -262,8 +262,9 @@ export class ServiceClient extends pg.Client {
     if (unscoped) {
       if (!ends) return Promise.reject(new Error('The transaction has no role and tenant: it can only be rolled back')) as never;
       this.#unscoped = undefined;
-      if (!unscoped.begun) return Promise.resolve(noResult('ROLLBACK')) as never;
-      return super.query('rollback') as never;
+      const rolledBack: Promise<unknown> = unscoped.begun ? super.query('rollback') : Promise.resolve(noResult('ROLLBACK'));
+      // Asked to commit, it says it did not, as a COMMIT the server answers ROLLBACK does (committed()).
+      return (text === 'commit' ? rolledBack.then(() => Promise.reject(new TransactionAbortedError())) : rolledBack) as never;
     }
     if (begin && ends) return Promise.resolve(noResult(text.toUpperCase())) as never;
     const name = this.#named && typeof text === 'string' && Array.isArray(values) && args.length === 2 ? statementName(text) : undefined;
@@ -285,7 +286,7 @@ export class ServiceClient extends pg.Client {
       });
     } else {
       const call = super.query as (...a: unknown[]) => never;
-      if (!name) return call.apply(this, args);
+      if (!name) return (text === 'commit' ? committed(call.apply(this, args)) : call.apply(this, args)) as never;
       sent = call.call(this, { name, text, values }) as Promise<unknown>;
     }
     if (!name) return sent as never;
@@ -302,6 +303,27 @@ export class ServiceClient extends pg.Client {
 }
 
 const noResult = (command: string): PgResult => ({ command, rowCount: null, rows: [] });
+
+/**
+ * A transaction in which a statement failed (its error caught and the work carried on) ends at its COMMIT
+ * in a rollback, and PostgreSQL answers that COMMIT with the tag ROLLBACK and no error. Made the error it
+ * is: its caller would otherwise answer for a change that is not there, and hand over events that do not
+ * exist (src/events/outbox.ts).
+ */
+export class TransactionAbortedError extends Error {
+  constructor() {
+    super('The transaction was rolled back at its commit: a statement in it had failed');
+    this.name = 'TransactionAbortedError';
+  }
+}
+
+function committed(result: unknown): unknown {
+  if (!(result instanceof Promise)) return result;
+  return result.then((res: PgResult) => {
+    if (res?.command === 'ROLLBACK') throw new TransactionAbortedError();
+    return res;
+  });
+}
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const url = options.databaseUrl;

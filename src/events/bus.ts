@@ -8,16 +8,23 @@ export type EventListener = (events: StoredEvent[], handoff?: FeedHandoff) => vo
  * is fed from Redis. A listener that throws never affects the request that made the events.
  */
 export class EventBus {
-  readonly #listeners = new Set<EventListener>();
+  readonly #listeners = new Map<EventListener, ((tenantId: string) => boolean) | undefined>();
 
-  subscribe(listener: EventListener): () => void {
-    this.#listeners.add(listener);
+  /** `wantsHandoff`: whether this listener would take a tenant's events as the feed holds them. */
+  subscribe(listener: EventListener, options: { wantsHandoff?: (tenantId: string) => boolean } = {}): () => void {
+    this.#listeners.set(listener, options.wantsHandoff);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Whether a writer of this tenant's events should find out how the feed will hold them (src/events/outbox.ts). */
+  wantsHandoff(tenantId: string): boolean {
+    for (const wants of this.#listeners.values()) if (wants?.(tenantId)) return true;
+    return false;
   }
 
   publish(events: StoredEvent[], handoff?: FeedHandoff): void {
     if (events.length === 0) return;
-    for (const listener of this.#listeners) {
+    for (const listener of this.#listeners.keys()) {
       try {
         listener(events, handoff);
       } catch {

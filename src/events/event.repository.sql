@@ -74,7 +74,7 @@ values
 select
   1;
 
--- event.insertEventAsFeedRow
+-- event.insertEventAsFeedRow (one transaction at a time (PGlite))
 insert into
   "events" (
     "id",
@@ -135,3 +135,137 @@ returning
     limit
       1
   ) as "before";
+
+-- event.insertEventAsFeedRow (PostgreSQL: and whether its place is final)
+insert into
+  "events" (
+    "id",
+    "tenant_id",
+    "type",
+    "data",
+    "conversation_id",
+    "internal",
+    "recipients",
+    "created_at",
+    "workflow_depth",
+    "visitor_id"
+  )
+values
+  (
+    $1,
+    $2,
+    $3,
+    $4,
+    $5,
+    $6,
+    $7,
+    $8,
+    $9,
+    (
+      select
+        visitor_id
+      from
+        conversations
+      where
+        id = $10
+    )
+  )
+returning
+  "id",
+  "type",
+  "tenant_id",
+  "created_at",
+  "data",
+  "conversation_id",
+  "internal",
+  "recipients",
+  "visitor_id",
+  "workflow_depth",
+  "position",
+  events.txid::text as "txid_text",
+  (
+    select
+      array[prior.txid::text, prior.position::text]
+    from
+      events prior
+    where
+      prior.tenant_id = events.tenant_id
+      and (prior.txid, prior.position) < (events.txid, events.position)
+    order by
+      prior.txid desc,
+      prior.position desc
+    limit
+      1
+  ) as "before",
+  not exists (
+    with
+      locks as materialized (
+        select
+          locktype,
+          mode,
+          granted,
+          transactionid,
+          pid,
+          classid,
+          objid,
+          objsubid,
+          database
+        from
+          pg_locks
+        where
+          (
+            locktype = 'transactionid'
+            and granted
+          )
+          or (
+            locktype = 'advisory'
+            and classid = $11::oid
+            and objsubid = 2
+          )
+      )
+    select
+      1
+    from
+      (
+        select
+          x::text::bigint as x
+        from
+          pg_snapshot_xip(pg_current_snapshot()) as x
+        union all
+        select
+          generate_series(
+            pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+            events.txid::text::bigint - 1
+          )
+      ) as candidate
+    where
+      candidate.x < events.txid::text::bigint
+      and not exists (
+        select
+          1
+        from
+          locks t
+        where
+          t.locktype = 'transactionid'
+          and t.mode = 'ExclusiveLock'
+          and t.transactionid::text::bigint = candidate.x % 4294967296
+          and not exists (
+            select
+              1
+            from
+              locks w
+            where
+              w.locktype = 'advisory'
+              and w.pid = t.pid
+              and w.database = (
+                select
+                  oid
+                from
+                  pg_database
+                where
+                  datname = current_database()
+              )
+              and w.objid = (hashtext ($12) & 2147483647)::oid
+          )
+      )
+  ) as "alone";

@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { prepared } from '../db/prepared.ts';
-import { FEED_COLUMNS, FEED_START, type FeedPosition, type FeedRow } from './feed.repository.ts';
+import type { DB } from '../db/schema.ts';
+import { aloneBelow, FEED_COLUMNS, FEED_START, type FeedPosition, type FeedRow } from './feed.repository.ts';
 
 /**
  * Writes one event into the outbox, in the caller's transaction (which must be an event writer: see
@@ -48,23 +49,28 @@ export async function ensureNotAborted(trx: Tx): Promise<void> {
 const insertEventStatement = prepared((db, p: InsertParams) => db.insertInto('events').values(eventValues(p)));
 
 /**
- * On a database that runs one transaction at a time (PGlite): writes the event and answers it as the
- * feed would read it, with the tenant's event just before it in feed order. Nothing else can commit
- * between that read and this transaction's commit, so a stream positioned at `after` may deliver the
- * row without reading the feed (src/realtime/tenant-stream.ts); any other stream reads as usual.
+ * Writes the event and answers it as the feed would read it, with the tenant's event just before it in
+ * feed order (`after`) and whether that is final (`alone`): then a stream positioned at `after` may deliver
+ * the row without reading the feed (src/realtime/tenant-stream.ts); any other stream reads as usual.
+ *
+ * On a database that runs one transaction at a time (PGlite) it is always final: nothing else can commit
+ * between that read and this transaction's commit. On PostgreSQL (`concurrent`) only when no transaction
+ * below this one may still commit events for the tenant (`aloneBelow`, src/events/feed.repository.ts): one
+ * that commits later with a lower txid would come between `after` and this row.
  */
-export async function insertEventAsFeedRow(trx: Tx, event: NewEvent): Promise<{ row: FeedRow; after: FeedPosition }> {
+export async function insertEventAsFeedRow(trx: Tx, event: NewEvent, options: { concurrent?: boolean } = {}): Promise<{ row: FeedRow; after: FeedPosition; alone: boolean }> {
   const {
     rows: [inserted],
-  } = await insertEventAsFeedRowStatement(trx, paramsOf(event));
-  const { txid_text, position, before, ...rest } = inserted!;
+  } = await (options.concurrent ? insertEventAsFeedRowConcurrent : insertEventAsFeedRowStatement)(trx, paramsOf(event));
+  const { txid_text, position, before, alone, ...rest } = inserted as typeof inserted & { alone?: boolean };
   return {
     row: { ...rest, txid: txid_text, position: Number(position) } as FeedRow,
     after: before ? { txid: before[0]!, position: Number(before[1]) } : FEED_START,
+    alone: alone ?? true,
   };
 }
 
-const insertEventAsFeedRowStatement = prepared((db, p: InsertParams) =>
+const feedRowOf = (p: InsertParams, db: Kysely<DB>) =>
   db
     .insertInto('events')
     .values(eventValues(p))
@@ -77,7 +83,12 @@ const insertEventAsFeedRowStatement = prepared((db, p: InsertParams) =>
         where prior.tenant_id = events.tenant_id and (prior.txid, prior.position) < (events.txid, events.position)
         order by prior.txid desc, prior.position desc limit 1
       )`.as('before'),
-    ]),
+    ]);
+
+const insertEventAsFeedRowStatement = prepared((db, p: InsertParams) => feedRowOf(p, db));
+
+const insertEventAsFeedRowConcurrent = prepared((db, p: InsertParams) =>
+  feedRowOf(p, db).returning(aloneBelow(p.tenant_id, sql`events.txid`).as('alone')),
 );
 
 function eventValues(p: InsertParams) {

@@ -2,6 +2,8 @@
 
 -- feed.tenantLockKey: no SQL of its own (a fragment of the statements below)
 
+-- feed.aloneBelow: no SQL of its own (a fragment of event.insertEventAsFeedRow)
+
 -- feed.readFeed (one tenant, up to the horizon)
 select
   "id",
@@ -22,6 +24,7 @@ select
         locks as materialized (
           select
             locktype,
+            mode,
             granted,
             transactionid,
             pid,
@@ -54,6 +57,7 @@ select
             locks t
           where
             t.locktype = 'transactionid'
+            and t.mode = 'ExclusiveLock'
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select
@@ -126,6 +130,7 @@ where
         locks as materialized (
           select
             locktype,
+            mode,
             granted,
             transactionid,
             pid,
@@ -158,6 +163,7 @@ where
             locks t
           where
             t.locktype = 'transactionid'
+            and t.mode = 'ExclusiveLock'
             and t.transactionid::text::bigint = x::text::bigint % 4294967296
             and not exists (
               select

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { EVENT_WRITER_LOCK, type Tx } from '../db/database.ts';
 import { preparedShapes } from '../db/prepared.ts';
 import type { EventPayloads, EventType } from './outbox.ts';
@@ -78,18 +78,20 @@ export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenant
  * The lock table is read once (`locks`): pg_locks calls pg_lock_status() at every reference, so reading it
  * twice could see a writer's transaction lock in one reading and, the writer having committed in between,
  * miss its writer lock in the other; the writer would then pass for a non-writer and the reader would move
- * past events that commit after this statement's snapshot, skipping them for good.
+ * past events that commit after this statement's snapshot, skipping them for good. Only a transaction's own
+ * lock on its id says it runs (ExclusiveLock): a backend that waited for it (a row it locked) holds a share
+ * lock on that id, granted, for a moment after it has ended.
  */
 const horizon = (tenantId: string | undefined) => sql<string>`(
   with locks as materialized (
-    select locktype, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
     where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
   )
   select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
   from pg_snapshot_xip(pg_current_snapshot()) as x
   where not exists (
     select 1 from locks t
-    where t.locktype = 'transactionid'
+    where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
       and t.transactionid::text::bigint = x::text::bigint % 4294967296
       and not exists (
         select 1 from locks w
@@ -98,6 +100,45 @@ const horizon = (tenantId: string | undefined) => sql<string>`(
           ${tenantId === undefined ? sql`` : sql`and w.objid = (${tenantLockKey(tenantId)})::oid`}
       )
   )
+)`;
+
+/**
+ * Whether the calling transaction, whose txid is `txid` and which holds the tenant's writer lock, has every
+ * event the tenant will ever have below its own in sight: no transaction with a lower txid may still commit
+ * events for the tenant, as the calling statement sees the lock table. Then the tenant's last event below
+ * its own in the statement's snapshot is the one its events follow for good (the handoff to the streams,
+ * src/events/outbox.ts), as on a database that runs one transaction at a time.
+ *
+ * The candidates are the txids below `txid` that the statement's snapshot saw running: those in its xip
+ * list, and those from its xmax up (the snapshot does not list them; they were all assigned before `txid`
+ * and none had ended). As in `horizon`, the lock table is read after the snapshot, once: a candidate counts
+ * against when its backend holds the tenant's writer lock, or when its transaction lock is gone (it ended
+ * after the snapshot: it may have committed events this statement cannot see). A candidate still running
+ * without the writer lock writes no events: a writer takes it before it has a txid.
+ */
+export const aloneBelow = (tenantId: string, txid: RawBuilder<unknown>) => sql<boolean>`not exists (
+  with locks as materialized (
+    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
+  )
+  select 1
+  from (
+    select x::text::bigint as x from pg_snapshot_xip(pg_current_snapshot()) as x
+    union all
+    select generate_series(pg_snapshot_xmax(pg_current_snapshot())::text::bigint, ${txid}::text::bigint - 1)
+  ) as candidate
+  where candidate.x < ${txid}::text::bigint
+    and not exists (
+      select 1 from locks t
+      where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
+        and t.transactionid::text::bigint = candidate.x % 4294967296
+        and not exists (
+          select 1 from locks w
+          where w.locktype = 'advisory' and w.pid = t.pid
+            and w.database = (select oid from pg_database where datname = current_database())
+            and w.objid = (${tenantLockKey(tenantId)})::oid
+        )
+    )
 )`;
 
 /**

@@ -64,9 +64,9 @@ export interface StoredEvent {
 }
 
 /**
- * A committed transaction's events as the feed holds them, and the tenant's event just before them:
- * given only where one transaction runs at a time (PGlite), so that a stream standing at `after` can
- * deliver them without reading the feed.
+ * A committed transaction's events as the feed holds them, and the tenant's event just before them, for
+ * good: no event can come between (src/events/event.repository.ts, insertEventAsFeedRow). A stream
+ * standing at `after` delivers them without reading the feed.
  */
 export interface FeedHandoff {
   tenantId: string;
@@ -128,24 +128,33 @@ export async function inTenantTransaction<T>(
   options: { workflowDepth?: number } = {},
 ): Promise<T> {
   const pending: StoredEvent[] = [];
-  // One transaction at a time: the events can be handed to the streams as the feed would read them.
-  const handoff: FeedHandoff | undefined = database.kind === 'pglite' ? { tenantId, after: FEED_START, rows: [] } : undefined;
-  const insert: (trx: Tx, event: NewEvent) => Promise<{ row: FeedRow; after: FeedPosition } | void> = handoff ? insertEventAsFeedRow : insertEvent;
+  // The events handed to this instance's streams as the feed will hold them, when one of them wants this
+  // tenant's (always on PGlite, where it costs nothing). On PostgreSQL the first event's insert also finds
+  // out whether its place in the feed is final; when it is not, nothing is handed over and the streams read.
+  const concurrent = database.kind !== 'pglite';
+  let handoff: FeedHandoff | undefined = !concurrent || bus.wantsHandoff(tenantId) ? { tenantId, after: FEED_START, rows: [] } : undefined;
   const result = await database.withTenant(
     tenantId,
     async (trx) => {
       const done = await fn(trx, async (type, data, routing = {}) => {
+        const first = handoff?.rows.length === 0;
+        const insert = (trx: Tx, event: NewEvent): Promise<Awaited<ReturnType<typeof insertEventAsFeedRow>> | void> =>
+          handoff ? insertEventAsFeedRow(trx, event, { concurrent: concurrent && first }) : insertEvent(trx, event);
         const { stored, written } = await writeEventOf(insert, trx, tenantId, type, data, routing, options.workflowDepth ?? 0);
         pending.push(stored);
         if (handoff && written) {
-          if (handoff.rows.length === 0) handoff.after = written.after;
-          handoff.rows.push(written.row);
+          if (first && !written.alone) handoff = undefined;
+          else {
+            if (first) handoff.after = written.after;
+            handoff.rows.push(written.row);
+          }
         }
         return stored.envelope.id;
       });
       // An aborted transaction (a failed statement caught) commits as a silent rollback: handed-over rows
-      // would be events that do not exist. Made the error it is.
-      if (handoff && handoff.rows.length > 0) await ensureNotAborted(trx);
+      // would be events that do not exist. Made the error it is. On PostgreSQL the commit itself fails so
+      // (src/db/database.ts, ServiceClient), with no statement more.
+      if (!concurrent && handoff && handoff.rows.length > 0) await ensureNotAborted(trx);
       return done;
     },
     { eventWriter: true },

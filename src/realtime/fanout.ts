@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { RedisClientType } from 'redis';
 import type { EventEnvelope } from '../events/outbox.ts';
 
@@ -21,8 +22,11 @@ export interface Fanout {
   /** Only this process hears what is notified: no other instance has streams to wake. */
   readonly local: boolean;
   notify(tenantIds: string[]): void;
+  /** Tells only the other instances: this one's streams were given the events (a handoff). */
+  notifyOthers(tenantIds: string[]): void;
   live(signal: LiveSignal): void;
-  subscribe(handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void }): void;
+  /** Resolves once the handlers hear other instances too. */
+  subscribe(handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -34,11 +38,13 @@ export class LocalFanout implements Fanout {
     for (const id of tenantIds) queueMicrotask(() => this.#handlers?.onNotify(id));
   }
 
+  notifyOthers() {}
+
   live(signal: LiveSignal) {
     queueMicrotask(() => this.#handlers?.onLive(signal));
   }
 
-  subscribe(handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void }) {
+  async subscribe(handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void }) {
     this.#handlers = handlers;
   }
 
@@ -47,11 +53,21 @@ export class LocalFanout implements Fanout {
 
 const CHANNEL = 'chat:realtime';
 
-/** Every instance publishes and listens on one Redis channel (its own messages included). */
+type Handlers = { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void };
+
+/**
+ * Every instance publishes and listens on one Redis channel. What an instance publishes it hears at once,
+ * in process, and not again from Redis: its own streams start their read (or its own sockets get the live
+ * signal) while the answer to the request that caused it is being written, not a Redis round trip later,
+ * and with Redis away they still do.
+ */
 export class RedisFanout implements Fanout {
   readonly local = false;
   readonly #publisher: RedisClientType;
   readonly #subscriber: RedisClientType;
+  /** Tags this instance's messages, so that it can tell its own echo from another instance's news. */
+  readonly #origin = randomUUID();
+  #handlers: Handlers | undefined;
 
   private constructor(publisher: RedisClientType, subscriber: RedisClientType) {
     this.#publisher = publisher;
@@ -68,16 +84,26 @@ export class RedisFanout implements Fanout {
   }
 
   notify(tenantIds: string[]) {
-    if (tenantIds.length > 0) void this.#publisher.publish(CHANNEL, JSON.stringify({ notify: tenantIds })).catch(() => undefined);
+    if (tenantIds.length === 0) return;
+    for (const id of tenantIds) queueMicrotask(() => this.#handlers?.onNotify(id));
+    this.notifyOthers(tenantIds);
+  }
+
+  notifyOthers(tenantIds: string[]) {
+    if (tenantIds.length === 0) return;
+    void this.#publisher.publish(CHANNEL, JSON.stringify({ from: this.#origin, notify: tenantIds })).catch(() => undefined);
   }
 
   live(signal: LiveSignal) {
-    void this.#publisher.publish(CHANNEL, JSON.stringify({ live: signal })).catch(() => undefined);
+    queueMicrotask(() => this.#handlers?.onLive(signal));
+    void this.#publisher.publish(CHANNEL, JSON.stringify({ from: this.#origin, live: signal })).catch(() => undefined);
   }
 
-  subscribe(handlers: { onNotify: (tenantId: string) => void; onLive: (signal: LiveSignal) => void }) {
-    void this.#subscriber.subscribe(CHANNEL, (raw) => {
-      const message = JSON.parse(raw) as { notify?: string[]; live?: LiveSignal };
+  subscribe(handlers: Handlers): Promise<void> {
+    this.#handlers = handlers;
+    return this.#subscriber.subscribe(CHANNEL, (raw) => {
+      const message = JSON.parse(raw) as { from?: string; notify?: string[]; live?: LiveSignal };
+      if (message.from === this.#origin) return;
       for (const id of message.notify ?? []) handlers.onNotify(id);
       if (message.live) handlers.onLive(message.live);
     });

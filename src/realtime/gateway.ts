@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
+import type { FeedHandoff } from '../events/outbox.ts';
 import { AppError } from '../shared/errors.ts';
 import { CONVERSATION_ID } from '../shared/ids.ts';
 import { CLOSE, type Connection, flushBacklog, send, sendError } from './connection.ts';
@@ -12,7 +13,7 @@ import { authenticateUpgrade, type CredentialDeps, refuseUpgrade, type UpgradeId
 import type { Fanout } from './fanout.ts';
 import { announcePresence, deliverLive, type LiveContext, relayTyping } from './live.ts';
 import type { PresenceTracker } from './presence-tracker.ts';
-import { type DeliveryHook, TenantStream, type StreamContext } from './tenant-stream.ts';
+import { type DeliveryHook, joinHandoffs, TenantStream, type StreamContext } from './tenant-stream.ts';
 import { armExpiry, heartbeat, markVisitorsSeen, recheckApiKeys, recheckMembers, type UpkeepContext } from './upkeep.ts';
 import type { SessionChange } from '../auth/session-cache.ts';
 
@@ -66,6 +67,8 @@ export class RealtimeGateway {
   readonly #timer: NodeJS.Timeout;
   readonly #unsubscribe: () => void;
   #closing = false;
+  /** Handed over since the last turn of the event loop: taken together (joinHandoffs). */
+  #handoffs: FeedHandoff[] = [];
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -82,15 +85,20 @@ export class RealtimeGateway {
     this.#upkeep = { database, presence, findSession: deps.findSession, apiKeyLive: deps.apiKeyLive, logger };
     this.#wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: options.maxFrameBytes });
     // Committed events are not carried to sockets: each instance is told which tenants have news and reads
-    // them. Where one transaction runs at a time and only this process listens, the writer hands its events
-    // over as the feed holds them, and a stream they follow delivers them without a read (tenant-stream.ts).
-    // After the writer's own answer has gone (setImmediate): a send is not kept waiting while its event is
-    // written to every socket of the tenant.
-    this.#unsubscribe = deps.bus.subscribe((events, handoff) => {
-      if (handoff && fanout.local) setImmediate(() => this.#streams.get(handoff.tenantId)?.take(handoff));
-      else fanout.notify([...new Set(events.map((e) => e.envelope.tenant_id))]);
-    });
-    fanout.subscribe({
+    // them. A writer of this instance hands its events over as the feed holds them when their place there is
+    // final (src/events/outbox.ts), and a stream they follow delivers them without a read (tenant-stream.ts);
+    // the other instances are told and read. After the writer's own answer has gone (setImmediate): a send
+    // is not kept waiting while its event is written to every socket of the tenant.
+    this.#unsubscribe = deps.bus.subscribe(
+      (events, handoff) => {
+        const tenantIds = [...new Set(events.map((e) => e.envelope.tenant_id))];
+        if (!handoff) return fanout.notify(tenantIds);
+        if (this.#handoffs.push(handoff) === 1) setImmediate(() => this.#takeHandoffs());
+        fanout.notifyOthers(tenantIds);
+      },
+      { wantsHandoff: (tenantId) => this.#streams.has(tenantId) },
+    );
+    void fanout.subscribe({
       onNotify: (tenantId) => this.#streams.get(tenantId)?.wake(),
       onLive: (signal) => {
         const stream = this.#streams.get(signal.tenantId);
@@ -99,6 +107,10 @@ export class RealtimeGateway {
     });
     this.#timer = setInterval(() => void heartbeat(this.#upkeep, this.#connections), options.heartbeatMs);
     deps.sessionChanges?.onChange((change) => void this.#recheck(change));
+  }
+
+  #takeHandoffs(): void {
+    for (const handoff of joinHandoffs(this.#handoffs.splice(0))) this.#streams.get(handoff.tenantId)?.take(handoff);
   }
 
   /** Re-checks the sockets a session change may have ended, instead of waiting for the next heartbeat. */

@@ -3,7 +3,7 @@ import type { FeedHandoff } from '../events/outbox.ts';
 import { type FeedPage, type FeedPosition, type FeedRow, feedHead, positionOfEvent, readFeed } from '../events/feed.repository.ts';
 import { type Connection, deliverOrBuffer, flushBacklog, send } from './connection.ts';
 import { frameFor } from './views.ts';
-import type { OutgoingFrame } from './wire.ts';
+import { framesTogether, type OutgoingFrame } from './wire.ts';
 
 const BATCH = 500;
 /** Committed events held back by an event writer still running: how soon to look again. */
@@ -24,19 +24,59 @@ export type DeliveryHook = (createdAt: Date, frames: Partial<Record<Connection['
 const read = (ctx: StreamContext, tenantId: string, after: FeedPosition, upTo?: FeedPosition): Promise<FeedPage> =>
   ctx.database.withTenant(tenantId, (trx) => readFeed(trx, { tenantId, after, ...(upTo ? { upTo } : {}), limit: BATCH, serial: ctx.database.kind === 'pglite' }));
 
-/** Delivers a batch to sockets: each event serialised once per view. */
+/**
+ * Delivers a batch to sockets: each event serialised once per view, and each socket's frames of the batch
+ * written together, one write per socket (the same bytes for every socket that gets the same events).
+ */
 function deliver(ctx: StreamContext, connections: Iterable<Connection>, rows: FeedRow[]): void {
-  for (const row of rows) {
-    const views = new Map<string, OutgoingFrame | null>();
-    const frames: Partial<Record<Connection['audience']['kind'], number>> = {};
-    for (const conn of connections) {
-      const frame = frameFor(conn, row, views);
+  const views = rows.map(() => new Map<string, OutgoingFrame | null>());
+  const counts = rows.map((): Partial<Record<Connection['audience']['kind'], number>> => ({}));
+  const together = new Map<string, OutgoingFrame>();
+  const ids = new Map<OutgoingFrame, number>();
+  for (const conn of connections) {
+    const frames: OutgoingFrame[] = [];
+    let key = '';
+    for (let i = 0; i < rows.length; i++) {
+      const frame = frameFor(conn, rows[i]!, views[i]!);
       if (!frame) continue;
-      deliverOrBuffer(conn, frame, ctx.maxBufferedBytes);
-      frames[conn.audience.kind] = (frames[conn.audience.kind] ?? 0) + 1;
+      counts[i]![conn.audience.kind] = (counts[i]![conn.audience.kind] ?? 0) + 1;
+      frames.push(frame);
+      if (rows.length > 1) {
+        let id = ids.get(frame);
+        if (id === undefined) ids.set(frame, (id = ids.size));
+        key += `${id},`;
+      }
     }
-    ctx.onDelivered?.(row.created_at, frames);
+    if (frames.length === 0) continue;
+    let frame = frames[0]!;
+    if (frames.length > 1) {
+      frame = together.get(key) ?? framesTogether(frames);
+      together.set(key, frame);
+    }
+    deliverOrBuffer(conn, frame, ctx.maxBufferedBytes);
   }
+  for (let i = 0; i < rows.length; i++) ctx.onDelivered?.(rows[i]!.created_at, counts[i]!);
+}
+
+/**
+ * Handoffs of one moment (the commits one turn of the event loop saw), joined where one follows another of
+ * the same tenant directly: their events go to each socket in one write (deliver).
+ */
+export function joinHandoffs(handoffs: readonly FeedHandoff[]): FeedHandoff[] {
+  const joined: FeedHandoff[] = [];
+  const lastOf = new Map<string, FeedHandoff>();
+  for (const handoff of handoffs) {
+    const previous = lastOf.get(handoff.tenantId);
+    const end = previous?.rows[previous.rows.length - 1];
+    if (previous && end && end.txid === handoff.after.txid && end.position === handoff.after.position) {
+      previous.rows.push(...handoff.rows);
+      continue;
+    }
+    const copy = { ...handoff, rows: [...handoff.rows] };
+    joined.push(copy);
+    lastOf.set(handoff.tenantId, copy);
+  }
+  return joined;
 }
 
 /**

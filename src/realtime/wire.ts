@@ -9,7 +9,8 @@ import type { WebSocket } from 'ws';
  * `wsPreEncodedFrame`, written by engine.io through the socket's sender).
  */
 export interface OutgoingFrame {
-  readonly payload: Buffer;
+  /** The text of each frame: one, or several written together (framesTogether). */
+  readonly payloads: readonly Buffer[];
   readonly wire: Buffer;
 }
 
@@ -46,13 +47,21 @@ const TEXT = 0x1;
 export function outgoingFrame(payload: Buffer): OutgoingFrame {
   // Server frames are never masked (RFC 6455, 5.1); compression is off on every socket (DESIGN section 6).
   const parts = Sender.frame(payload, { fin: true, rsv1: false, opcode: TEXT, mask: false, readOnly: false });
-  return { payload, wire: parts.length === 1 ? parts[0]! : Buffer.concat(parts) };
+  return { payloads: [payload], wire: parts.length === 1 ? parts[0]! : Buffer.concat(parts) };
+}
+
+/**
+ * Several frames for one socket as one write: each frame is a write, a system call, and under a stream of
+ * sends to a hundred sockets those writes were a third of the service's CPU. Frames still whole, in order.
+ */
+export function framesTogether(frames: readonly OutgoingFrame[]): OutgoingFrame {
+  return { payloads: frames.flatMap((f) => f.payloads), wire: Buffer.concat(frames.map((f) => f.wire)) };
 }
 
 /**
  * Writes the frame's bytes as they are when the socket's sender is idle and uncompressed, the only way
  * this service uses it; any other time (a ws whose internals moved, a compressing peer) through
- * `ws.send`, which frames the payload itself.
+ * `ws.send`, which frames each payload itself.
  */
 export function writeFrame(ws: WebSocket, frame: OutgoingFrame): void {
   const { _sender: sender, _extensions: extensions } = ws as unknown as SocketInternals;
@@ -66,6 +75,6 @@ export function writeFrame(ws: WebSocket, frame: OutgoingFrame): void {
   ) {
     sender.sendFrame([frame.wire]);
   } else {
-    ws.send(frame.payload, { binary: false });
+    for (const payload of frame.payloads) ws.send(payload, { binary: false });
   }
 }
