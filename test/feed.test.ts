@@ -268,7 +268,31 @@ describe("a writer's place in the feed: final, or not (PostgreSQL)", function ()
     );
   };
 
-  /** A transaction held open until released, once `begun` has run in it. */
+  /**
+   * A view that stands in for pg_locks on the search path of a transaction that puts its schema first,
+   * made before the enclosing tests and dropped after them: its name.
+   */
+  const lockTableProbe = (prefix: string, select: string) => {
+    const schema = `${prefix}_${process.pid}`;
+    before(async () => {
+      const { database } = await getHarness();
+      await sql
+        .raw(
+          `create schema if not exists ${schema};
+           create or replace view ${schema}.pg_locks as ${select};
+           grant usage on schema ${schema} to chat_app;
+           grant select on ${schema}.pg_locks to chat_app;`,
+        )
+        .execute(database.db);
+    });
+    after(async () => {
+      const { database } = await getHarness();
+      await sql.raw(`drop schema if exists ${schema} cascade`).execute(database.db);
+    });
+    return schema;
+  };
+
+  /** A transaction held open until released; `started` once its work has run in it. */
   const holdOpen = (run: (database: Database) => Promise<unknown>) => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -342,25 +366,12 @@ describe("a writer's place in the feed: final, or not (PostgreSQL)", function ()
     // A backend that waited for a transaction (a row it had locked) holds a share lock on its id, granted,
     // for a moment after it ended. The probe shows every transaction lock so, and no writer lock: as if each
     // lower transaction had ended and a waiter held its id.
-    const probe = `waiter_probe_${process.pid}`;
-    before(async () => {
-      const { database } = await getHarness();
-      await sql
-        .raw(
-          `create schema if not exists ${probe};
-           create or replace view ${probe}.pg_locks as
-             select locktype, database, relation, page, tuple, virtualxid, transactionid, classid, objid, objsubid, virtualtransaction, pid,
-                    case when locktype = 'transactionid' then 'ShareLock' else mode end as mode, granted, fastpath, waitstart
-             from pg_catalog.pg_locks where locktype <> 'advisory';
-           grant usage on schema ${probe} to chat_app;
-           grant select on ${probe}.pg_locks to chat_app;`,
-        )
-        .execute(database.db);
-    });
-    after(async () => {
-      const { database } = await getHarness();
-      await sql.raw(`drop schema if exists ${probe} cascade`).execute(database.db);
-    });
+    const probe = lockTableProbe(
+      'waiter_probe',
+      `select locktype, database, relation, page, tuple, virtualxid, transactionid, classid, objid, objsubid, virtualtransaction, pid,
+              case when locktype = 'transactionid' then 'ShareLock' else mode end as mode, granted, fastpath, waitstart
+       from pg_catalog.pg_locks where locktype <> 'advisory'`,
+    );
 
     it('a place is not final, and a read holds back what follows the writer', async () => {
       const { database } = await getHarness();
@@ -388,22 +399,7 @@ describe("a writer's place in the feed: final, or not (PostgreSQL)", function ()
     // The probe stands in for pg_locks on the writer's search path, without any transaction lock: as if every
     // transaction the snapshot saw running had ended before the lock table was read. One that ended so may
     // have committed events the snapshot does not see.
-    const probe = `place_probe_${process.pid}`;
-    before(async () => {
-      const { database } = await getHarness();
-      await sql
-        .raw(
-          `create schema if not exists ${probe};
-           create or replace view ${probe}.pg_locks as select * from pg_catalog.pg_locks where locktype <> 'transactionid';
-           grant usage on schema ${probe} to chat_app;
-           grant select on ${probe}.pg_locks to chat_app;`,
-        )
-        .execute(database.db);
-    });
-    after(async () => {
-      const { database } = await getHarness();
-      await sql.raw(`drop schema if exists ${probe} cascade`).execute(database.db);
-    });
+    const probe = lockTableProbe('place_probe', `select * from pg_catalog.pg_locks where locktype <> 'transactionid'`);
 
     it('is not final', async () => {
       const t = await createTenant();

@@ -625,6 +625,7 @@ describe('files: the S3 backend sending a spooled upload', function () {
       const error = await store.storage.put(key(), Readable.from(bytes(8 * 1024 * 1024))).then(() => undefined, (err: Error) => err);
       expect(error, 'the put succeeded').to.be.instanceOf(Error);
       expect(await store.spooled()).to.deep.equal([]);
+      expect(await openFilesUnder(store.spoolDir), 'the spool file closed').to.deep.equal([]);
     } finally {
       await store.close();
     }

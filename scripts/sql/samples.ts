@@ -220,7 +220,6 @@ export const samples: Record<string, Record<string, unknown>> = {
         'about nothing in particular': [{ id: 'evt', tenant_id: 'tn', type: 'csat.submitted', data: {}, conversation_id: null, internal: true, recipients: ['usr'], created_at: NOW }],
       },
     },
-    ensureNotAborted: [],
     insertEventAsFeedRow: {
       cases: {
         'one transaction at a time (PGlite)': [{ id: 'evt', tenant_id: 'tn', type: 'message.created', data: {}, conversation_id: 'conv', internal: false, recipients: [], created_at: NOW }],

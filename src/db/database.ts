@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
+import { TransactionAbortedError } from './errors.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
@@ -304,18 +305,6 @@ export class ServiceClient extends pg.Client {
 
 const noResult = (command: string): PgResult => ({ command, rowCount: null, rows: [] });
 
-/**
- * A transaction in which a statement failed (its error caught and the work carried on) ends at its COMMIT
- * in a rollback, and PostgreSQL answers that COMMIT with the tag ROLLBACK and no error. Made the error it
- * is: its caller would otherwise answer for a change that is not there, and hand over events that do not
- * exist (src/events/outbox.ts).
- */
-export class TransactionAbortedError extends Error {
-  constructor() {
-    super('The transaction was rolled back at its commit: a statement in it had failed');
-    this.name = 'TransactionAbortedError';
-  }
-}
 
 function committed(result: unknown): unknown {
   if (!(result instanceof Promise)) return result;

@@ -25,6 +25,19 @@ export function isVanishedReference(err: unknown): boolean {
   return e.code === FOREIGN_KEY_VIOLATION && typeof e.message === 'string' && e.message.startsWith('insert or update on table');
 }
 
+/**
+ * A transaction in which a statement failed (its error caught and the work carried on) ends at its COMMIT
+ * in a rollback, and PostgreSQL (PGlite too) answers that COMMIT with the tag ROLLBACK and no error. Made
+ * the error it is, on both (ServiceClient in database.ts, PGlitePool): its caller would otherwise answer
+ * for a change that is not there, and hand over events that do not exist (src/events/outbox.ts).
+ */
+export class TransactionAbortedError extends Error {
+  constructor() {
+    super('The transaction was rolled back at its commit: a statement in it had failed');
+    this.name = 'TransactionAbortedError';
+  }
+}
+
 /** Seconds a client is asked to wait while the database does not answer. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 

@@ -1,4 +1,5 @@
 import { type PGlite, type Results, parse, protocol } from '@electric-sql/pglite';
+import { TransactionAbortedError } from './errors.ts';
 import { statementName } from './prepared.ts';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 
@@ -62,6 +63,7 @@ export class PGlitePool implements PostgresPool {
             ? await db.exec(sqlText)
             : [this.#prepare(sqlText) ? await this.#run<R>(sqlText, parameters) : await db.query<R>(sqlText, parameters as unknown[])];
         const last = results[results.length - 1] as { rows: R[]; affectedRows?: number; command?: string } | undefined;
+        if (last?.command === 'ROLLBACK' && /^\s*commit\s*$/i.test(sqlText)) throw new TransactionAbortedError();
         return {
           command: (last?.command ?? 'SELECT') as PostgresQueryResult<R>['command'],
           rowCount: last?.affectedRows ?? last?.rows.length ?? 0,

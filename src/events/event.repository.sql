@@ -70,10 +70,6 @@ values
     )
   );
 
--- event.ensureNotAborted
-select
-  1;
-
 -- event.insertEventAsFeedRow (one transaction at a time (PGlite))
 insert into
   "events" (

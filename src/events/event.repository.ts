@@ -38,14 +38,6 @@ type InsertParams = {
   workflow_depth: number;
 };
 
-/**
- * Fails when the transaction is aborted: a statement that failed and was caught leaves it so, and its
- * COMMIT then rolls back without an error. Any statement fails in an aborted transaction.
- */
-export async function ensureNotAborted(trx: Tx): Promise<void> {
-  await sql`select 1`.execute(trx);
-}
-
 const insertEventStatement = prepared((db, p: InsertParams) => db.insertInto('events').values(eventValues(p)));
 
 /**

@@ -2,7 +2,7 @@ import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import { newId } from '../shared/ids.ts';
 import type { EventBus } from './bus.ts';
-import { ensureNotAborted, insertEvent, insertEventAsFeedRow, type NewEvent } from './event.repository.ts';
+import { insertEvent, insertEventAsFeedRow, type NewEvent } from './event.repository.ts';
 import { FEED_START, type FeedPosition, type FeedRow } from './feed.repository.ts';
 
 type S = components['schemas'];
@@ -151,10 +151,8 @@ export async function inTenantTransaction<T>(
         }
         return stored.envelope.id;
       });
-      // An aborted transaction (a failed statement caught) commits as a silent rollback: handed-over rows
-      // would be events that do not exist. Made the error it is. On PostgreSQL the commit itself fails so
-      // (src/db/database.ts, ServiceClient), with no statement more.
-      if (!concurrent && handoff && handoff.rows.length > 0) await ensureNotAborted(trx);
+      // An aborted transaction (a failed statement caught) would commit as a silent rollback, and handed-over
+      // rows would be events that do not exist: its commit fails instead (TransactionAbortedError).
       return done;
     },
     { eventWriter: true },
