@@ -112,6 +112,35 @@ describe('a tenant stream taking events handed over by their writer', () => {
   });
 });
 
+describe('a tenant stream and its sockets', () => {
+  it('is not empty while a socket waits in join, so a socket leaving meanwhile does not leave it behind unread', async () => {
+    let answerHead!: (head: FeedPosition) => void;
+    const database = { kind: 'pglite', withTenant: () => new Promise<FeedPosition>((r) => (answerHead = r)) } as unknown as Database;
+    const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined });
+    const joining = { id: 'joining', backlog: [] } as unknown as Connection;
+    const leaving = { id: 'leaving', backlog: [] } as unknown as Connection;
+    const joined = stream.join(joining);
+    stream.leave(leaving);
+    expect(stream.empty, 'a socket is joining').to.equal(false);
+    answerHead({ txid: '100', position: 0 });
+    await joined;
+    expect(stream.empty).to.equal(false);
+    stream.leave(joining);
+    expect(stream.empty).to.equal(true);
+  });
+
+  it('whose join failed is empty again: the gateway drops it when that socket closes', async () => {
+    const database = { kind: 'pglite', withTenant: () => Promise.reject(new Error('the database is away')) } as unknown as Database;
+    const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined });
+    const conn = { id: 'c', backlog: [] } as unknown as Connection;
+    await stream.join(conn).then(
+      () => expect.fail('joined'),
+      (err: Error) => expect(err.message).to.equal('the database is away'),
+    );
+    expect(stream.empty).to.equal(true);
+  });
+});
+
 describe('events of one moment, together', () => {
   const at = (position: number): FeedPosition => ({ txid: String(100 + position), position });
   const OTHER = 'tn_00000000-0000-7000-8000-000000000002';

@@ -215,6 +215,8 @@ export class RealtimeGateway {
       // Joined, present and seen before the welcome: a client may act as soon as it is welcomed.
       const stream = this.#streamOf(conn.tenantId);
       const joinedAt = await stream.join(conn);
+      // Closed while it joined: its close found it in no stream's sockets.
+      if (ws.readyState === ws.CLOSED) return this.#leaveStream(conn);
       await announcePresence(this.#live, conn, 'online');
       await markVisitorsSeen(this.#upkeep, [conn]);
       const welcome = { type: 'welcome', connection_id: conn.id, audience: conn.audience.kind, heartbeat_seconds: Math.round(heartbeatMs / 1000) };
@@ -231,9 +233,7 @@ export class RealtimeGateway {
   async #onClose(conn: Connection): Promise<void> {
     clearTimeout(conn.expiryTimer);
     this.#connections.delete(conn);
-    const stream = this.#streams.get(conn.tenantId);
-    stream?.leave(conn);
-    if (stream?.empty) this.#streams.delete(conn.tenantId);
+    this.#leaveStream(conn);
     await announcePresence(this.#live, conn, undefined).catch((err) => this.#deps.logger.error({ err }, 'presence update failed'));
   }
 
@@ -277,6 +277,12 @@ export class RealtimeGateway {
       return;
     }
     conn.ws.close(CLOSE.protocol, 'unknown frame');
+  }
+
+  #leaveStream(conn: Connection): void {
+    const stream = this.#streams.get(conn.tenantId);
+    stream?.leave(conn);
+    if (stream?.empty) this.#streams.delete(conn.tenantId);
   }
 
   #streamOf(tenantId: string): TenantStream {

@@ -89,6 +89,8 @@ export class TenantStream {
   readonly #ctx: StreamContext;
   #cursor: FeedPosition | undefined;
   #starting: Promise<void> | undefined;
+  /** Sockets waiting in join: the stream is not empty while one does, or a socket leaving meanwhile would drop it. */
+  #joining = 0;
   #running = false;
   #again = false;
   #retry: NodeJS.Timeout | undefined;
@@ -101,7 +103,7 @@ export class TenantStream {
   }
 
   get empty(): boolean {
-    return this.connections.size === 0;
+    return this.connections.size === 0 && this.#joining === 0;
   }
 
   /** Adds the socket and answers the stream's position: everything after it reaches the socket live. */
@@ -113,12 +115,15 @@ export class TenantStream {
         // News that arrived while the head was read was not pumped: look once now.
         queueMicrotask(() => this.wake());
       });
+    this.#joining++;
     try {
       await this.#starting;
     } catch (err) {
       // The next socket tries again.
       this.#starting = undefined;
       throw err;
+    } finally {
+      this.#joining--;
     }
     this.connections.add(conn);
     return { ...this.#cursor! };
