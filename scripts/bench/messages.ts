@@ -14,7 +14,7 @@
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
 import { writeResults } from './results.ts';
-import { jsonPost, startProcess } from './support.ts';
+import { databaseCpuSeconds, jsonPost, startProcess } from './support.ts';
 
 const socketCount = Number(process.env.BENCH_SOCKETS ?? 100);
 const senders = Number(process.env.BENCH_SENDERS ?? 10);
@@ -39,6 +39,10 @@ interface Phase {
   seconds: number;
   /** The service's own CPU per message sent, in ms (delivery included): steadier than the rate on a machine whose speed wanders. */
   cpuMs: number;
+  /** PostgreSQL's CPU per message (every postgres process of the machine; 0 on PGlite, which is in the service). */
+  databaseCpuMs: number;
+  /** This process's CPU per message: the senders' HTTP and the sockets' frames. */
+  clientCpuMs: number;
   /** ms from a send's answer to the last socket's frame (0 when every socket had it before the answer). */
   delivery: number[];
 }
@@ -94,6 +98,8 @@ try {
     lastFrame.clear();
     let sent = 0;
     const cpuBefore = cpuSeconds();
+    const databaseBefore = databaseCpuSeconds();
+    const clientBefore = process.cpuUsage();
     const until = performance.now() + seconds * 1000;
     const t0 = performance.now();
     await Promise.all(
@@ -116,7 +122,16 @@ try {
       while (lastFrame.size < answered.size && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     }
     const delivery = [...answered].map(([content, at]) => Math.max(0, (lastFrame.get(content) ?? Infinity) - at));
-    return { sent, seconds: elapsed, delivery, cpuMs: ((cpuSeconds() - cpuBefore) * 1000) / Math.max(1, sent) };
+    const client = process.cpuUsage(clientBefore);
+    const perMessage = (cpuSeconds: number) => (cpuSeconds * 1000) / Math.max(1, sent);
+    return {
+      sent,
+      seconds: elapsed,
+      delivery,
+      cpuMs: perMessage(cpuSeconds() - cpuBefore),
+      databaseCpuMs: perMessage(databaseCpuSeconds() - databaseBefore),
+      clientCpuMs: perMessage((client.user + client.system) / 1e6),
+    };
   }
 
   console.log(
@@ -139,13 +154,14 @@ try {
   const half = await run('half', watched, fullRate / 2);
   const halfRate = half.sent / half.seconds;
   const lost = (p: Phase) => p.delivery.filter((d) => !Number.isFinite(d)).length;
-  console.log('phase                                   messages/s   delivery p50 ms   p99 ms   undelivered   service CPU ms per message');
-  console.log(`sends, no sockets open                  ${aloneRate.toFixed(0).padStart(10)}   ${''.padStart(15)}   ${''.padStart(6)}   ${''.padStart(11)}   ${alone.cpuMs.toFixed(2).padStart(8)}`);
+  const cpu = (p: Phase) => `${p.cpuMs.toFixed(2).padStart(7)} ${p.databaseCpuMs.toFixed(2).padStart(9)} ${p.clientCpuMs.toFixed(2).padStart(7)}`;
+  console.log('phase                                   messages/s   delivery p50 ms   p99 ms   undelivered   CPU ms per message: service, PostgreSQL, this client');
+  console.log(`sends, no sockets open                  ${aloneRate.toFixed(0).padStart(10)}   ${''.padStart(15)}   ${''.padStart(6)}   ${''.padStart(11)}   ${cpu(alone)}`);
   console.log(
-    `sends as fast as taken, ${socketCount} sockets     ${fullRate.toFixed(0).padStart(10)}   ${percentile(full.delivery, 50).toFixed(1).padStart(15)}   ${percentile(full.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(full)).padStart(11)}   ${full.cpuMs.toFixed(2).padStart(8)}`,
+    `sends as fast as taken, ${socketCount} sockets     ${fullRate.toFixed(0).padStart(10)}   ${percentile(full.delivery, 50).toFixed(1).padStart(15)}   ${percentile(full.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(full)).padStart(11)}   ${cpu(full)}`,
   );
   console.log(
-    `at half that rate                       ${halfRate.toFixed(0).padStart(10)}   ${percentile(half.delivery, 50).toFixed(1).padStart(15)}   ${percentile(half.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(half)).padStart(11)}   ${half.cpuMs.toFixed(2).padStart(8)}`,
+    `at half that rate                       ${halfRate.toFixed(0).padStart(10)}   ${percentile(half.delivery, 50).toFixed(1).padStart(15)}   ${percentile(half.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(half)).padStart(11)}   ${cpu(half)}`,
   );
   console.log(
     `\nwith ${socketCount} sockets the sends reach ${ratio.toFixed(2)} of their rate with none open (the median of three pairs of phases: ${ratios.map((r) => r.toFixed(2)).join(', ')}; the rows above are that pair's, the delivery times all three's)`,
@@ -157,6 +173,10 @@ try {
       'no_sockets.service_cpu_ms_per_message': Number(alone.cpuMs.toFixed(3)),
       'full.service_cpu_ms_per_message': Number(full.cpuMs.toFixed(3)),
       'half.service_cpu_ms_per_message': Number(half.cpuMs.toFixed(3)),
+      'no_sockets.database_cpu_ms_per_message': Number(alone.databaseCpuMs.toFixed(3)),
+      'full.database_cpu_ms_per_message': Number(full.databaseCpuMs.toFixed(3)),
+      'no_sockets.client_cpu_ms_per_message': Number(alone.clientCpuMs.toFixed(3)),
+      'full.client_cpu_ms_per_message': Number(full.clientCpuMs.toFixed(3)),
       'full.messages_s': Math.round(fullRate),
       'full.ratio_of_no_sockets': Number(ratio.toFixed(3)),
       'full.delivery_p50_ms': Number(percentile(full.delivery, 50).toFixed(1)),

@@ -9,7 +9,7 @@
 //    printed beside it (PostgreSQL's too, when it runs here).
 // 2. Lag: messages are sent at half the service's measured send rate; for each, the time from its POST
 //    being answered (after commit) to its delivery arriving.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -17,29 +17,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { startProcess } from './support.ts';
+import { databaseCpuSeconds, startProcess } from './support.ts';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const CONCURRENCY = 16;
 
-/** CPU seconds used so far by every PostgreSQL process of this machine (0 on PGlite, which runs in the service). */
-function databaseCpuSeconds(): number {
-  if (!process.env.DATABASE_URL) return 0;
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const fields = stat.split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // The process ended while being read.
-    }
-  }
-  return ticks / 100;
-}
 const ownCpuSeconds = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
