@@ -26,7 +26,7 @@ const row = (position: number): FeedRow => ({
  * A stream on a database whose answers the test gives: the first transaction (the join) answers the head,
  * every later one (a read of the feed) waits for `answer`.
  */
-function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void } = {}) {
+function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void; readGapMs?: number } = {}) {
   const reads: { after: FeedPosition; answer: (page: FeedPage) => void }[] = [];
   let joined = false;
   const database = {
@@ -109,6 +109,31 @@ describe('a tenant stream taking events handed over by their writer', () => {
     expect(() => s.stream.take({ tenantId: TENANT, after: { txid: '100', position: 0 }, rows: [row(1)] })).not.to.throw();
     expect(logged).to.have.length(1);
     expect(s.reads, 'the feed is read instead').to.have.length(1);
+  });
+});
+
+describe('a tenant stream under a stream of news', () => {
+  it('reads at once after a quiet spell, then no sooner than the gap after its last read, with everything that came meanwhile', async () => {
+    const gap = 150;
+    const s = streamOn({ txid: '100', position: 0 }, { readGapMs: gap });
+    const began = performance.now();
+    await s.stream.join(s.conn);
+    await settle();
+    expect(s.reads, 'the look after joining: nothing was read before').to.have.length(1);
+    s.reads.shift()!.answer({ rows: [row(1)], heldBack: false });
+    await settle();
+    // Three commits' news right after: one read, after the gap.
+    s.stream.wake();
+    s.stream.wake();
+    s.stream.wake();
+    await settle();
+    expect(s.reads, 'no read before the gap has passed').to.have.length(0);
+    while (s.reads.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(performance.now() - began, 'the first read began after `began`').to.be.at.least(gap - 1);
+    s.reads.shift()!.answer({ rows: [row(2), row(3), row(4)], heldBack: false });
+    await settle();
+    expect(s.reads, 'one read for the three').to.have.length(0);
+    expect(s.received()).to.deep.equal(['evt_1', 'evt_2', 'evt_3', 'evt_4']);
   });
 });
 

@@ -28,6 +28,8 @@ export interface GatewayOptions {
   maxBufferedBytes: number;
   maxFrameBytes: number;
   retentionMs: number;
+  /** The least time between two reads of one tenant's feed (StreamContext.readGapMs). */
+  readGapMs: number;
 }
 
 export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
@@ -35,6 +37,10 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   maxBufferedBytes: 1024 * 1024,
   maxFrameBytes: 64 * 1024,
   retentionMs: 7 * 24 * 3600 * 1000,
+  // bench:messages, 100 sockets and ten senders of one tenant on PostgreSQL: without a gap a read per commit
+  // or so; with 10 ms, fewer reads and socket writes (see the README's figures). A quiet tenant's news waits
+  // for no gap, a busy one's at most this.
+  readGapMs: 10,
 };
 
 export interface GatewayDeps extends CredentialDeps {
@@ -78,6 +84,7 @@ export class RealtimeGateway {
       database,
       maxBufferedBytes: options.maxBufferedBytes,
       retentionMs: options.retentionMs,
+      readGapMs: options.readGapMs,
       logError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'event stream failed; retrying'),
       ...(deps.onDelivered ? { onDelivered: deps.onDelivered } : {}),
     };
