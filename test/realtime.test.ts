@@ -346,7 +346,7 @@ describe('realtime gateway', function () {
         const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
         const bus = new EventBus();
         const heard: { first: boolean; handedOver: boolean }[] = [];
-        bus.subscribe((events, handoff) => heard.push({ first: events[0]!.envelope.data.conversation_id === 'first', handedOver: handoff !== undefined }), {
+        bus.subscribe((events, handoff) => heard.push({ first: (events[0]!.envelope.data as { conversation_id?: string }).conversation_id === 'first', handedOver: handoff !== undefined }), {
           wantsHandoff: () => true,
         });
         let release!: () => void;

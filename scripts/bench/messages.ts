@@ -166,7 +166,7 @@ try {
     `at half that rate                       ${halfRate.toFixed(0).padStart(10)}   ${percentile(half.delivery, 50).toFixed(1).padStart(15)}   ${percentile(half.delivery, 99).toFixed(1).padStart(6)}   ${String(lost(half)).padStart(11)}   ${cpu(half)}`,
   );
   console.log(
-    `\nwith ${socketCount} sockets the sends reach ${ratio.toFixed(2)} of their rate with none open (the median of ${pairs.length} pairs of phases: ${ratios.map((r) => r.toFixed(2)).join(', ')}; the rows above are that pair's, the delivery times all three's)`,
+    `\nwith ${socketCount} sockets the sends reach ${ratio.toFixed(2)} of their rate with none open (the median of ${pairs.length} pairs of phases: ${ratios.map((r) => r.toFixed(2)).join(', ')}; the rows above are that pair's, the delivery times all pairs')`,
   );
   writeResults(
     'messages',
