@@ -340,6 +340,38 @@ describe('realtime gateway', function () {
         expect(feed.body.data.map((e: { type: string }) => e.type)).not.to.include('conversation.reopened');
       });
 
+      it('a writer that begins beside another of its tenant on this instance finds out nothing on PostgreSQL (the streams read), and hands over on PGlite', async () => {
+        const { database } = await getHarness();
+        const t = await createTenant();
+        const conv = await createConversation(t, {}, t.owner.accessToken, rt.app);
+        const bus = new EventBus();
+        const heard: { first: boolean; handedOver: boolean }[] = [];
+        bus.subscribe((events, handoff) => heard.push({ first: (events[0]!.envelope.data as { conversation_id?: string }).conversation_id === 'first', handedOver: handoff !== undefined }), {
+          wantsHandoff: () => true,
+        });
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        const emitOne = (label: string, wait?: Promise<void>) =>
+          inTenantTransaction(database, bus, t.tenantId, async (_trx, emit) => {
+            // Before its event: a writer with no transaction id yet, which would not keep the second's place from being final.
+            await wait;
+            await emit('conversation.reopened', { conversation_id: label }, { conversationId: conv.id });
+          });
+        const first = emitOne('first', gate);
+        const second = emitOne('second');
+        // The second began while the first ran; on PGlite it waits for it (one connection).
+        if (database.kind === 'postgres') await second;
+        release();
+        await Promise.all([first, second]);
+        const pglite = database.kind === 'pglite';
+        expect(heard.map((h) => h.first).sort()).to.deep.equal([false, true]);
+        expect(heard.find((h) => h.first)!.handedOver, 'the first').to.equal(true);
+        expect(heard.find((h) => !h.first)!.handedOver, 'the second').to.equal(pglite);
+        // Both ended: the next writer alone finds out again.
+        await emitOne('third');
+        expect(heard.at(-1)!.handedOver).to.equal(true);
+      });
+
       it('an event nobody handed over is read from the feed before what follows it', async () => {
         const t = await createTenant();
         const auth = bearer(t.owner.accessToken);

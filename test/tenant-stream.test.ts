@@ -26,7 +26,7 @@ const row = (position: number): FeedRow => ({
  * A stream on a database whose answers the test gives: the first transaction (the join) answers the head,
  * every later one (a read of the feed) waits for `answer`.
  */
-function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void } = {}) {
+function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void; readGapMs?: number } = {}) {
   const reads: { after: FeedPosition; answer: (page: FeedPage) => void }[] = [];
   let joined = false;
   const database = {
@@ -109,6 +109,60 @@ describe('a tenant stream taking events handed over by their writer', () => {
     expect(() => s.stream.take({ tenantId: TENANT, after: { txid: '100', position: 0 }, rows: [row(1)] })).not.to.throw();
     expect(logged).to.have.length(1);
     expect(s.reads, 'the feed is read instead').to.have.length(1);
+  });
+});
+
+describe('a tenant stream under a stream of news', () => {
+  it('reads at once after a quiet spell, then no sooner than the gap after its last read, with everything that came meanwhile', async () => {
+    const gap = 150;
+    const s = streamOn({ txid: '100', position: 0 }, { readGapMs: gap });
+    const began = performance.now();
+    await s.stream.join(s.conn);
+    await settle();
+    expect(s.reads, 'the look after joining: nothing was read before').to.have.length(1);
+    s.reads.shift()!.answer({ rows: [row(1)], heldBack: false });
+    await settle();
+    // Three commits' news right after: one read, after the gap.
+    s.stream.wake();
+    s.stream.wake();
+    s.stream.wake();
+    await settle();
+    expect(s.reads, 'no read before the gap has passed').to.have.length(0);
+    while (s.reads.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(performance.now() - began, 'the first read began after `began`').to.be.at.least(gap - 1);
+    s.reads.shift()!.answer({ rows: [row(2), row(3), row(4)], heldBack: false });
+    await settle();
+    expect(s.reads, 'one read for the three').to.have.length(0);
+    expect(s.received()).to.deep.equal(['evt_1', 'evt_2', 'evt_3', 'evt_4']);
+  });
+});
+
+describe('a tenant stream and its sockets', () => {
+  it('is not empty while a socket waits in join, so a socket leaving meanwhile does not leave it behind unread', async () => {
+    let answerHead!: (head: FeedPosition) => void;
+    const database = { kind: 'pglite', withTenant: () => new Promise<FeedPosition>((r) => (answerHead = r)) } as unknown as Database;
+    const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined });
+    const joining = { id: 'joining', backlog: [] } as unknown as Connection;
+    const leaving = { id: 'leaving', backlog: [] } as unknown as Connection;
+    const joined = stream.join(joining);
+    stream.leave(leaving);
+    expect(stream.empty, 'a socket is joining').to.equal(false);
+    answerHead({ txid: '100', position: 0 });
+    await joined;
+    expect(stream.empty).to.equal(false);
+    stream.leave(joining);
+    expect(stream.empty).to.equal(true);
+  });
+
+  it('whose join failed is empty again: the gateway drops it when that socket closes', async () => {
+    const database = { kind: 'pglite', withTenant: () => Promise.reject(new Error('the database is away')) } as unknown as Database;
+    const stream = new TenantStream(TENANT, { database, maxBufferedBytes: 1 << 20, retentionMs: 1, logError: () => undefined });
+    const conn = { id: 'c', backlog: [] } as unknown as Connection;
+    await stream.join(conn).then(
+      () => expect.fail('joined'),
+      (err: Error) => expect(err.message).to.equal('the database is away'),
+    );
+    expect(stream.empty).to.equal(true);
   });
 });
 

@@ -1,9 +1,12 @@
 // The bare loop of bench:webhooks, in a process of its own as the service is: it signs each body with
 // standardwebhooks and posts it to the receiver, keep-alive, CONCURRENCY at a time, nothing else. It reads
-// {url, secret, concurrency, bodies} from the JSON file named by BARE_INPUT, makes a warm-up pass and then
-// three timed passes over the bodies, and prints each pass's requests/s and CPU per request as JSON.
+// {url, secret, concurrency, bodies} from the JSON file named by BARE_INPUT and makes a warm-up pass, then
+// prints `ready`; each line `pass <round>` on its stdin makes a timed pass over the bodies and prints its
+// requests/s and CPU per request as a line of JSON. The benchmark runs each pass beside a drain of the
+// service's, so both meet the machine in the same state.
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { createInterface } from 'node:readline';
 import { Webhook } from 'standardwebhooks';
 
 const input = JSON.parse(readFileSync(process.env.BARE_INPUT!, 'utf8')) as { url: string; secret: string; concurrency: number; bodies: { id: string; body: string }[] };
@@ -49,7 +52,9 @@ async function pass(count: number, round: string) {
 }
 
 await pass(Math.min(500, input.bodies.length), 'warm');
-const passes = [];
-for (const round of ['a', 'b', 'c']) passes.push(await pass(input.bodies.length, round));
+process.stdout.write('ready\n');
+for await (const line of createInterface({ input: process.stdin })) {
+  const round = /^pass (\w+)$/.exec(line)?.[1];
+  if (round) process.stdout.write(`${JSON.stringify(await pass(input.bodies.length, round))}\n`);
+}
 agent.destroy();
-process.stdout.write(JSON.stringify(passes));

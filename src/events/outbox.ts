@@ -129,34 +129,41 @@ export async function inTenantTransaction<T>(
 ): Promise<T> {
   const pending: StoredEvent[] = [];
   // The events handed to this instance's streams as the feed will hold them, when one of them wants this
-  // tenant's (always on PGlite, where it costs nothing). On PostgreSQL the first event's insert also finds
-  // out whether its place in the feed is final; when it is not, nothing is handed over and the streams read.
+  // tenant's and no other writer of the tenant runs here (always on PGlite, where it costs nothing: one
+  // transaction runs at a time). On PostgreSQL the first event's insert also finds out whether its place in
+  // the feed is final; when it is not, nothing is handed over and the streams read.
   const concurrent = database.kind !== 'pglite';
-  let handoff: FeedHandoff | undefined = !concurrent || bus.wantsHandoff(tenantId) ? { tenantId, after: FEED_START, rows: [] } : undefined;
-  const result = await database.withTenant(
-    tenantId,
-    async (trx) => {
-      const done = await fn(trx, async (type, data, routing = {}) => {
-        const first = handoff?.rows.length === 0;
-        const insert = (trx: Tx, event: NewEvent): Promise<Awaited<ReturnType<typeof insertEventAsFeedRow>> | void> =>
-          handoff ? insertEventAsFeedRow(trx, event, { concurrent: concurrent && first }) : insertEvent(trx, event);
-        const { stored, written } = await writeEventOf(insert, trx, tenantId, type, data, routing, options.workflowDepth ?? 0);
-        pending.push(stored);
-        if (handoff && written) {
-          if (first && !written.alone) handoff = undefined;
-          else {
-            if (first) handoff.after = written.after;
-            handoff.rows.push(written.row);
+  const writing = bus.beginWrite(tenantId);
+  let handoff: FeedHandoff | undefined = !concurrent || writing.handoff ? { tenantId, after: FEED_START, rows: [] } : undefined;
+  let result: T;
+  try {
+    result = await database.withTenant(
+      tenantId,
+      async (trx) => {
+        const done = await fn(trx, async (type, data, routing = {}) => {
+          const first = handoff?.rows.length === 0;
+          const insert = (trx: Tx, event: NewEvent): Promise<Awaited<ReturnType<typeof insertEventAsFeedRow>> | void> =>
+            handoff ? insertEventAsFeedRow(trx, event, { concurrent: concurrent && first }) : insertEvent(trx, event);
+          const { stored, written } = await writeEventOf(insert, trx, tenantId, type, data, routing, options.workflowDepth ?? 0);
+          pending.push(stored);
+          if (handoff && written) {
+            if (first && !written.alone) handoff = undefined;
+            else {
+              if (first) handoff.after = written.after;
+              handoff.rows.push(written.row);
+            }
           }
-        }
-        return stored.envelope.id;
-      });
-      // An aborted transaction (a failed statement caught) would commit as a silent rollback, and handed-over
-      // rows would be events that do not exist: its commit fails instead (TransactionAbortedError).
-      return done;
-    },
-    { eventWriter: true },
-  );
+          return stored.envelope.id;
+        });
+        // An aborted transaction (a failed statement caught) would commit as a silent rollback, and handed-over
+        // rows would be events that do not exist: its commit fails instead (TransactionAbortedError).
+        return done;
+      },
+      { eventWriter: true },
+    );
+  } finally {
+    writing.end();
+  }
   bus.publish(pending, handoff);
   return result;
 }

@@ -17,6 +17,12 @@ export interface StreamContext {
   logError(err: unknown, tenantId: string): void;
   /** Hears each event's live frames as they are sent (metrics). */
   onDelivered?: DeliveryHook;
+  /**
+   * The least time from one read of the feed to the next: news that comes sooner waits for it and is read
+   * with what came meanwhile. A tenant busy with writers is then read in fewer, larger reads, each socket
+   * written once per read; news after a quiet spell is read at once.
+   */
+  readGapMs?: number;
 }
 
 export type DeliveryHook = (createdAt: Date, frames: Partial<Record<Connection['audience']['kind'], number>>) => void;
@@ -89,7 +95,11 @@ export class TenantStream {
   readonly #ctx: StreamContext;
   #cursor: FeedPosition | undefined;
   #starting: Promise<void> | undefined;
+  /** Sockets waiting in join: the stream is not empty while one does, or a socket leaving meanwhile would drop it. */
+  #joining = 0;
   #running = false;
+  /** performance.now() when the last read of the feed began. */
+  #lastRead = Number.NEGATIVE_INFINITY;
   #again = false;
   #retry: NodeJS.Timeout | undefined;
   /** Resolved once a read that began after they asked has been delivered. */
@@ -101,7 +111,7 @@ export class TenantStream {
   }
 
   get empty(): boolean {
-    return this.connections.size === 0;
+    return this.connections.size === 0 && this.#joining === 0;
   }
 
   /** Adds the socket and answers the stream's position: everything after it reaches the socket live. */
@@ -113,12 +123,15 @@ export class TenantStream {
         // News that arrived while the head was read was not pumped: look once now.
         queueMicrotask(() => this.wake());
       });
+    this.#joining++;
     try {
       await this.#starting;
     } catch (err) {
       // The next socket tries again.
       this.#starting = undefined;
       throw err;
+    } finally {
+      this.#joining--;
     }
     this.connections.add(conn);
     return { ...this.#cursor! };
@@ -206,6 +219,9 @@ export class TenantStream {
       do {
         this.#again = false;
         waiting = this.#caughtUpWaiters.splice(0);
+        const wait = this.#lastRead + (this.#ctx.readGapMs ?? 0) - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        this.#lastRead = performance.now();
         const { rows, heldBack } = await read(this.#ctx, this.tenantId, this.#cursor!);
         if (rows.length > 0) {
           deliver(this.#ctx, this.connections, rows);

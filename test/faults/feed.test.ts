@@ -173,6 +173,7 @@ describe('the event feed under concurrency and faults', function () {
         sent++;
       }
     })();
+    const writerFailed = writer.then(() => new Promise<never>(() => undefined));
     const received: string[] = [];
     let lastId: string | undefined;
     let resyncs = 0;
@@ -180,7 +181,8 @@ describe('the event feed under concurrency and faults', function () {
       const socket = await connect(`${rt.wsUrl}${lastId ? `?last_event_id=${lastId}` : ''}`, bearer(t.owner.accessToken));
       // Some frames arrive, then the connection is cut without a close handshake.
       const from = socket.frames.length;
-      await socket.next((f) => Boolean(f.id), from);
+      // A send that failed ends the writing: said as itself, not as a socket that waited for nothing.
+      await Promise.race([socket.next((f) => Boolean(f.id), from), writerFailed]);
       socket.ws.terminate();
       const ids = socket.frames.filter((f) => f.id).map((f) => f.id as string);
       resyncs += socket.frames.filter((f) => f.type === 'resync_required').length;
