@@ -13,6 +13,8 @@ import { newId } from '../src/shared/ids.ts';
 import { addMember, createConversation, createTenant, createVisitor, login, type TestTenant } from './support/factories.ts';
 import { TEST_JWT_SECRET, getHarness } from './support/harness.ts';
 import { type Client, connect, contractErrors, EVENT_TYPES, type RealtimeServer, startRealtime } from './support/realtime.ts';
+import { eventually } from './support/webhook-receiver.ts';
+import { WebSocket } from 'ws';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const isEvent = (type: string) => (f: Record<string, any>) => f.type === type;
@@ -597,6 +599,79 @@ describe('realtime gateway', function () {
       while (tight.gateway.connectionCount >= before && Date.now() < deadline) await new Promise((r) => setImmediate(r));
       expect(tight.gateway.connectionCount).to.be.lessThan(before);
     });
+  });
+});
+
+describe('realtime gateway: sockets of a tenant joining and leaving at once', function () {
+  this.timeout(30_000);
+  let srv: RealtimeServer;
+  /** While set, the streams' next transaction (a join's read of the feed's head) waits for it, or fails. */
+  let held: { asked: () => void; answer: Promise<void> } | undefined;
+
+  before(async () => {
+    const { database } = await getHarness();
+    const withTenant = (async (...args: Parameters<typeof database.withTenant>) => {
+      const hold = held;
+      held = undefined;
+      if (hold) {
+        hold.asked();
+        await hold.answer;
+      }
+      return database.withTenant(...args);
+    }) as typeof database.withTenant;
+    srv = await startRealtime({ streamDatabase: { ...database, withTenant } as typeof database });
+  });
+  after(async () => {
+    await srv.close();
+  });
+
+  /** Holds the next join at the feed's head: resolves `asked` once it waits there. */
+  function holdNextJoin() {
+    let release!: () => void;
+    let fail!: (err: Error) => void;
+    let asked!: () => void;
+    const wasAsked = new Promise<void>((resolve) => (asked = resolve));
+    held = { asked, answer: new Promise<void>((resolve, reject) => ((release = resolve), (fail = reject))) };
+    return { wasAsked, release, fail };
+  }
+
+  const connections = (n: number) => eventually(async () => srv.gateway.connectionCount === n, `${n} connections`);
+
+  for (const outcome of ['joins', 'fails to join'] as const) {
+    it(`a socket closed while it waits to join leaves no stream behind when the join ${outcome === 'joins' ? 'ends' : 'fails'}`, async () => {
+      const t = await createTenant();
+      const hold = holdNextJoin();
+      const ws = new WebSocket(srv.wsUrl, { headers: bearer(t.owner.accessToken) });
+      await Promise.all([hold.wasAsked, new Promise((resolve) => ws.once('open', resolve))]);
+      expect(srv.bus.wantsHandoff(t.tenantId), 'a stream for the joining socket').to.equal(true);
+      ws.terminate();
+      await connections(0);
+      if (outcome === 'joins') hold.release();
+      else hold.fail(new Error('the database is away'));
+      await eventually(async () => !srv.bus.wantsHandoff(t.tenantId), 'the stream dropped');
+    });
+  }
+
+  it('a socket that joins while another of the tenant closes keeps its stream, and gets what follows', async () => {
+    const t = await createTenant();
+    const auth = bearer(t.owner.accessToken);
+    const conv = await createConversation(t, {}, t.owner.accessToken, srv.app);
+    const hold = holdNextJoin();
+    const leaving = new WebSocket(srv.wsUrl, { headers: auth });
+    await Promise.all([hold.wasAsked, new Promise((resolve) => leaving.once('open', resolve))]);
+    // A second socket waits on the same read of the head.
+    const staying = connect(srv.wsUrl, auth);
+    await connections(2);
+    leaving.terminate();
+    await connections(1);
+    hold.release();
+    const socket = await staying;
+    try {
+      const sent = await request(srv.app).post('/api/v1/messages').set(auth).send({ conversation_id: conv.id, content: 'after the other left' }).expect(201);
+      await socket.next((f) => f.type === 'message.created' && f.data.message.id === sent.body.id);
+    } finally {
+      socket.ws.terminate();
+    }
   });
 });
 

@@ -132,6 +132,8 @@ describe('a tenant stream under a stream of news', () => {
     expect(performance.now() - began, 'the first read began after `began`').to.be.at.least(gap - 1);
     s.reads.shift()!.answer({ rows: [row(2), row(3), row(4)], heldBack: false });
     await settle();
+    // The news came during the gap, before the read: no read after it (a second gap's wait, then none).
+    await new Promise((resolve) => setTimeout(resolve, 2 * gap));
     expect(s.reads, 'one read for the three').to.have.length(0);
     expect(s.received()).to.deep.equal(['evt_1', 'evt_2', 'evt_3', 'evt_4']);
   });

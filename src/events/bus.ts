@@ -34,10 +34,12 @@ export class EventBus {
    */
   beginWrite(tenantId: string): { handoff: boolean; end: () => void } {
     const others = this.#writing.get(tenantId) ?? 0;
+    // Asked before the count goes up: a listener that throws leaves no writer counted for ever.
+    const handoff = others === 0 && this.wantsHandoff(tenantId);
     this.#writing.set(tenantId, others + 1);
     let ended = false;
     return {
-      handoff: others === 0 && this.wantsHandoff(tenantId),
+      handoff,
       end: () => {
         if (ended) return;
         ended = true;

@@ -233,6 +233,8 @@ export class RealtimeGateway {
     } catch (err) {
       // The database is away: the client reconnects (with last_event_id) when it can.
       this.#deps.logger.error({ err, tenant_id: conn.tenantId }, 'socket could not join its stream');
+      // Now, not at the close: a socket already closed during its join hears no second close.
+      this.#leaveStream(conn);
       ws.close(CLOSE.goingAway, 'try again');
     }
   }

@@ -100,6 +100,7 @@ export class TenantStream {
   #running = false;
   /** performance.now() when the last read of the feed began. */
   #lastRead = Number.NEGATIVE_INFINITY;
+  #lastReadFull = false;
   #again = false;
   #retry: NodeJS.Timeout | undefined;
   /** Resolved once a read that began after they asked has been delivered. */
@@ -217,12 +218,15 @@ export class TenantStream {
     let waiting: (() => void)[] = [];
     try {
       do {
+        // A full batch is a backlog being caught up: the next read follows at once.
+        const wait = this.#lastReadFull ? 0 : this.#lastRead + (this.#ctx.readGapMs ?? 0) - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        // After the gap: what asked during it is answered by this read, not by one more.
         this.#again = false;
         waiting = this.#caughtUpWaiters.splice(0);
-        const wait = this.#lastRead + (this.#ctx.readGapMs ?? 0) - performance.now();
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         this.#lastRead = performance.now();
         const { rows, heldBack } = await read(this.#ctx, this.tenantId, this.#cursor!);
+        this.#lastReadFull = rows.length === BATCH;
         if (rows.length > 0) {
           deliver(this.#ctx, this.connections, rows);
           const last = rows[rows.length - 1]!;

@@ -18,6 +18,8 @@ export interface RealtimeServer {
   app: Express;
   services: Services;
   gateway: RealtimeGateway;
+  /** The bus the app publishes on: `wantsHandoff(tenant)` says whether the gateway holds a stream for it. */
+  bus: EventBus;
   /** The HTTP server (the browser tests cut its visitor sockets). */
   server: Server;
   wsUrl: string;
@@ -76,6 +78,7 @@ export async function startRealtime(
     app,
     services,
     gateway,
+    bus,
     server,
     wsUrl: `ws://127.0.0.1:${port}/api/v1/ws`,
     close: async () => {
