@@ -73,6 +73,30 @@ export const FEED_COLUMNS = [
 
 export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenantId}) & 2147483647`;
 
+/** The lock table as `locks`, read once (see `horizon`): transaction locks granted, and the event writers' locks. */
+const LOCK_TABLE = sql`locks as materialized (
+    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
+    where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
+  )`;
+
+/**
+ * Whether the transaction with the 64-bit txid `txid` may still commit events (the tenant's, or any), as
+ * `locks` shows it: yes, unless its own lock on its id shows it running on a backend that holds no event
+ * writer lock. One whose lock is gone ended after the snapshot, and may have committed events the snapshot
+ * cannot see. (pg_locks shows the 32-bit xid.) The one predicate of `horizon` and `aloneBelow`.
+ */
+const mayStillWriteEvents = (txid: RawBuilder<unknown>, tenantId: string | undefined) => sql<boolean>`not exists (
+    select 1 from locks t
+    where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
+      and t.transactionid::text::bigint = ${txid} % 4294967296
+      and not exists (
+        select 1 from locks w
+        where w.locktype = 'advisory' and w.pid = t.pid
+          and w.database = (select oid from pg_database where datname = current_database())
+          ${tenantId === undefined ? sql`` : sql`and w.objid = (${tenantLockKey(tenantId)})::oid`}
+      )
+  )`;
+
 /**
  * The lowest txid that may still commit events (of one tenant, or of any), as the reading statement sees them.
  * The lock table is read once (`locks`): pg_locks calls pg_lock_status() at every reference, so reading it
@@ -83,23 +107,10 @@ export const tenantLockKey = (tenantId: string) => sql<number>`hashtext(${tenant
  * lock on that id, granted, for a moment after it has ended.
  */
 const horizon = (tenantId: string | undefined) => sql<string>`(
-  with locks as materialized (
-    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
-    where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
-  )
+  with ${LOCK_TABLE}
   select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))::text
   from pg_snapshot_xip(pg_current_snapshot()) as x
-  where not exists (
-    select 1 from locks t
-    where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
-      and t.transactionid::text::bigint = x::text::bigint % 4294967296
-      and not exists (
-        select 1 from locks w
-        where w.locktype = 'advisory' and w.pid = t.pid
-          and w.database = (select oid from pg_database where datname = current_database())
-          ${tenantId === undefined ? sql`` : sql`and w.objid = (${tenantLockKey(tenantId)})::oid`}
-      )
-  )
+  where ${mayStillWriteEvents(sql`x::text::bigint`, tenantId)}
 )`;
 
 /**
@@ -117,10 +128,7 @@ const horizon = (tenantId: string | undefined) => sql<string>`(
  * without the writer lock writes no events: a writer takes it before it has a txid.
  */
 export const aloneBelow = (tenantId: string, txid: RawBuilder<unknown>) => sql<boolean>`not exists (
-  with locks as materialized (
-    select locktype, mode, granted, transactionid, pid, classid, objid, objsubid, database from pg_locks
-    where (locktype = 'transactionid' and granted) or (locktype = 'advisory' and classid = ${EVENT_WRITER_LOCK}::oid and objsubid = 2)
-  )
+  with ${LOCK_TABLE}
   select 1
   from (
     select x::text::bigint as x from pg_snapshot_xip(pg_current_snapshot()) as x
@@ -128,17 +136,7 @@ export const aloneBelow = (tenantId: string, txid: RawBuilder<unknown>) => sql<b
     select generate_series(pg_snapshot_xmax(pg_current_snapshot())::text::bigint, ${txid}::text::bigint - 1)
   ) as candidate
   where candidate.x < ${txid}::text::bigint
-    and not exists (
-      select 1 from locks t
-      where t.locktype = 'transactionid' and t.mode = 'ExclusiveLock'
-        and t.transactionid::text::bigint = candidate.x % 4294967296
-        and not exists (
-          select 1 from locks w
-          where w.locktype = 'advisory' and w.pid = t.pid
-            and w.database = (select oid from pg_database where datname = current_database())
-            and w.objid = (${tenantLockKey(tenantId)})::oid
-        )
-    )
+    and ${mayStillWriteEvents(sql`candidate.x`, tenantId)}
 )`;
 
 /**
