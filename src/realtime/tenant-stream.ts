@@ -100,7 +100,6 @@ export class TenantStream {
   #running = false;
   /** performance.now() when the last read of the feed began. */
   #lastRead = Number.NEGATIVE_INFINITY;
-  #lastReadFull = false;
   #again = false;
   #retry: NodeJS.Timeout | undefined;
   /** Resolved once a read that began after they asked has been delivered. */
@@ -216,25 +215,26 @@ export class TenantStream {
   async #pump(): Promise<void> {
     this.#running = true;
     let waiting: (() => void)[] = [];
+    // The last read was a full batch: a backlog being caught up, the next read follows at once.
+    let full = false;
     try {
       do {
-        // A full batch is a backlog being caught up: the next read follows at once.
-        const wait = this.#lastReadFull ? 0 : this.#lastRead + (this.#ctx.readGapMs ?? 0) - performance.now();
+        const wait = full ? 0 : this.#lastRead + (this.#ctx.readGapMs ?? 0) - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         // After the gap: what asked during it is answered by this read, not by one more.
         this.#again = false;
         waiting = this.#caughtUpWaiters.splice(0);
         this.#lastRead = performance.now();
         const { rows, heldBack } = await read(this.#ctx, this.tenantId, this.#cursor!);
-        this.#lastReadFull = rows.length === BATCH;
+        full = rows.length === BATCH;
         if (rows.length > 0) {
           deliver(this.#ctx, this.connections, rows);
           const last = rows[rows.length - 1]!;
           this.#cursor = { txid: last.txid, position: last.position };
         }
-        if (rows.length === BATCH) this.#again = true;
+        if (full) this.#again = true;
         if (heldBack && !this.empty) this.#retryIn(HELD_BACK_RETRY_MS);
-        if (rows.length < BATCH) for (const resolve of waiting.splice(0)) resolve();
+        if (!full) for (const resolve of waiting.splice(0)) resolve();
         else this.#caughtUpWaiters.unshift(...waiting.splice(0));
       } while (this.#again && !this.empty);
     } catch (err) {
