@@ -3,9 +3,12 @@
 // A backlog of N deliveries is claimed and recorded in batches of BATCH by one connection, with the
 // dispatcher's statements (A), the same claim without FOR UPDATE SKIP LOCKED (A2), and a separate due-queue
 // table whose rows an outcome deletes, so the delivery row updates in place (B); the figure is the server
-// process's CPU per delivery (from /proc: PostgreSQL must run on this machine).
+// process's CPU per delivery (from /proc: PostgreSQL must run on this machine). A design named with
+// `-stale` plans from statistics taken before the backlog was added, and C is A as the dispatcher runs it,
+// with sorting priced out (src/db/due-order.ts): C-stale beside A-stale is what that is worth.
 //
 //   DATABASE_URL=postgres://... BENCH_BATCH=64 BENCH_DESIGNS=A,B,A,B npm run bench:webhook-claims
+//   DATABASE_URL=postgres://... BENCH_BATCH=256 BENCH_DESIGNS=A-stale,C-stale,A npm run bench:webhook-claims
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 
@@ -28,11 +31,14 @@ async function setup(design: string) {
     status text not null default 'pending', attempts integer not null default 0, retry_step integer not null default 0, next_attempt_at timestamptz, locked_until timestamptz, lock_token text,
     last_status_code integer, last_error text, last_attempt_at timestamptz, created_at timestamptz not null default now(), delivered_at timestamptz, unique (webhook_id, event_id)) with (fillfactor = 50);
   create index d_list on d (webhook_id, created_at desc, id desc);`);
-  if (design.startsWith('A')) await c.query(`create index d_due on d (next_attempt_at) where status = 'pending'`);
+  if (!design.startsWith('B')) await c.query(`create index d_due on d (next_attempt_at) where status = 'pending'`);
   else await c.query(`create table q (delivery_id text primary key, webhook_id text not null, next_attempt_at timestamptz not null, locked_until timestamptz, lock_token text) with (fillfactor = 50); create index q_due on q (next_attempt_at);`);
+  if (design.endsWith('-stale')) await c.query('analyze d, w');
   await c.query(`insert into d (id, tenant_id, webhook_id, event_id, event_type, body, next_attempt_at) select lpad(i::text, 12, '0'), 't', 'w1', 'e' || i, 'message.created', $1, now() from generate_series(1, ${N}) i`, [body]);
   if (design === 'B') await c.query(`insert into q select id, webhook_id, next_attempt_at from d`);
-  await c.query('vacuum analyze');
+  // -stale: the statistics are from before the backlog (analyzed empty), as after a burst into a table
+  // that autovacuum has not analyzed since, or on a fresh database.
+  if (!design.endsWith('-stale')) await c.query('vacuum analyze');
 }
 const claimA = `update d set locked_until = now() + interval '15 s', lock_token = $2, attempts = d.attempts + 1, last_attempt_at = now() from w
   where w.id = d.webhook_id and d.id in (select d.id from d join w on w.id = d.webhook_id where d.status = 'pending' and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now()) and w.enabled order by d.next_attempt_at limit $1 for update of d skip locked)
@@ -55,18 +61,20 @@ for (const design of (process.env.BENCH_DESIGNS ?? 'A,A2,B,A,A2,B').split(',')) 
     const token = Math.random().toString(36);
     await c.query('begin');
     const c1 = cpu();
-    const { rows } = await c.query<{ id: string }>(design === 'A' ? claimA : design === 'A2' ? claimA2 : claimB, [BATCH, token]);
+    // C: the claim in due order, as the dispatcher makes it (src/db/due-order.ts): sorting priced out.
+    if (design.startsWith('C')) await c.query('set local enable_sort = off');
+    const { rows } = await c.query<{ id: string }>(design.startsWith('A2') ? claimA2 : design.startsWith('B') ? claimB : claimA, [BATCH, token]);
     await c.query('commit');
     if (rows.length === 0) break;
     claimCpu += cpu() - c1;
     await c.query('begin');
-    const r = await c.query<{ written: number }>(design.startsWith('A') ? doneA : doneB, [rows.map((x) => x.id), rows.map(() => token), rows.map(() => 200)]);
+    const r = await c.query<{ written: number }>(design.startsWith('B') ? doneB : doneA, [rows.map((x) => x.id), rows.map(() => token), rows.map(() => 200)]);
     await c.query('commit');
     total += r.rows[0]!.written;
   }
   const ms = performance.now() - t0;
   console.log(
-    `${design.padEnd(3)} ${total} deliveries, batches of ${BATCH}: PostgreSQL CPU µs per delivery ${(((cpu() - before) * 1e6) / total).toFixed(1)} (the claim ${((claimCpu * 1e6) / total).toFixed(1)}), wall µs per delivery ${((ms * 1000) / total).toFixed(1)}`,
+    `${design.padEnd(7)} ${total} deliveries, batches of ${BATCH}: PostgreSQL CPU µs per delivery ${(((cpu() - before) * 1e6) / total).toFixed(1)} (the claim ${((claimCpu * 1e6) / total).toFixed(1)}), wall µs per delivery ${((ms * 1000) / total).toFixed(1)}`,
   );
 }
 await c.query('drop schema bench_claims cascade');

@@ -153,7 +153,12 @@ on conflict ("bot_id", "event_id") do nothing
 returning
   "id";
 
--- bot.claimDueBotDeliveries [1/2]
+-- bot.claimDueBotDeliveries [1/4]
+select
+  current_setting('enable_sort') as was,
+  set_config('enable_sort', 'off', true);
+
+-- bot.claimDueBotDeliveries [2/4]
 update "bot_deliveries"
 set
   "locked_until" = (
@@ -195,7 +200,11 @@ returning
   "body",
   "retry_step";
 
--- bot.claimDueBotDeliveries [2/2]
+-- bot.claimDueBotDeliveries [3/4]
+select
+  set_config('enable_sort', $1, true);
+
+-- bot.claimDueBotDeliveries [4/4]
 select
   *
 from

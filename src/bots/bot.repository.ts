@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { dbFromNow } from '../db/clock.ts';
+import { inDueOrder } from '../db/due-order.ts';
 import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
@@ -147,12 +148,14 @@ export async function claimDueBotDeliveries(trx: Tx, limit: number, lockToken: s
     .limit(limit)
     .forUpdate()
     .skipLocked();
-  const claimed = await trx
-    .updateTable('bot_deliveries')
-    .set((eb) => ({ locked_until: dbFromNow(leaseMs), lock_token: lockToken, attempts: eb('attempts', '+', 1) }))
-    .where(idIn('id', due))
-    .returning(['id', 'tenant_id', 'bot_id', 'conversation_id', 'event_id', 'event_type', 'body', 'retry_step'])
-    .execute();
+  const claimed = await inDueOrder(trx, () =>
+    trx
+      .updateTable('bot_deliveries')
+      .set((eb) => ({ locked_until: dbFromNow(leaseMs), lock_token: lockToken, attempts: eb('attempts', '+', 1) }))
+      .where(idIn('id', due))
+      .returning(['id', 'tenant_id', 'bot_id', 'conversation_id', 'event_id', 'event_type', 'body', 'retry_step'])
+      .execute(),
+  );
   if (claimed.length === 0) return [];
   const bots = await trx
     .selectFrom('bots')

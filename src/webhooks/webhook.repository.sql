@@ -225,108 +225,146 @@ on conflict ("webhook_id", "event_id") do nothing
 returning
   "id";
 
--- webhook.claimDueDeliveries (any endpoint)
-update "webhook_deliveries" as "d"
-set
-  "locked_until" = (
-    now() + make_interval(secs => $1::double precision)
-  ),
-  "lock_token" = $2,
-  "attempts" = "d"."attempts" + $3,
-  "last_attempt_at" = now()
-from
-  "webhooks" as "w"
-where
-  "w"."id" = "d"."webhook_id"
-  and "d"."id" = any (
-    array(
-      (
-        select
-          "d"."id"
-        from
-          "webhook_deliveries" as "d"
-          inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-        where
-          "d"."status" = $4
-          and "d"."next_attempt_at" <= now()
-          and (
-            "d"."locked_until" is null
-            or "d"."locked_until" < now()
-          )
-          and "w"."enabled" = $5
-        order by
-          "d"."next_attempt_at"
-        limit
-          $6
-        for update of
-          "d" skip locked
-      )
-    )
-  )
-returning
-  "d"."id",
-  "d"."tenant_id",
-  "d"."webhook_id",
-  "d"."event_id",
-  "d"."body",
-  "d"."retry_step",
-  "w"."url",
-  "w"."secret",
-  case
-    when w.previous_secret_expires_at > now() then w.previous_secret
-  end as "previous_secret";
+-- webhook.claimDueDeliveries (any endpoint) [1/3]
+select
+  current_setting('enable_sort') as was,
+  set_config('enable_sort', 'off', true);
 
--- webhook.claimDueDeliveries (but slow ones at their cap)
-update "webhook_deliveries" as "d"
-set
-  "locked_until" = (
-    now() + make_interval(secs => $1::double precision)
-  ),
-  "lock_token" = $2,
-  "attempts" = "d"."attempts" + $3,
-  "last_attempt_at" = now()
-from
-  "webhooks" as "w"
-where
-  "w"."id" = "d"."webhook_id"
-  and "d"."id" = any (
-    array(
-      (
-        select
-          "d"."id"
-        from
-          "webhook_deliveries" as "d"
-          inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-        where
-          "d"."status" = $4
-          and "d"."next_attempt_at" <= now()
-          and (
-            "d"."locked_until" is null
-            or "d"."locked_until" < now()
+-- webhook.claimDueDeliveries (any endpoint) [2/3]
+with
+  "claimed" as (
+    update "webhook_deliveries" as "d"
+    set
+      "locked_until" = (
+        now() + make_interval(secs => $1::double precision)
+      ),
+      "lock_token" = $2,
+      "attempts" = "d"."attempts" + $3,
+      "last_attempt_at" = now()
+    where
+      "d"."id" = any (
+        array(
+          (
+            select
+              "d"."id"
+            from
+              "webhook_deliveries" as "d"
+              inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+            where
+              "d"."status" = $4
+              and "d"."next_attempt_at" <= now()
+              and (
+                "d"."locked_until" is null
+                or "d"."locked_until" < now()
+              )
+              and "w"."enabled" = $5
+            order by
+              "d"."next_attempt_at"
+            limit
+              $6
+            for update of
+              "d" skip locked
           )
-          and "w"."enabled" = $5
-          and "d"."webhook_id" not in ($6, $7)
-        order by
-          "d"."next_attempt_at"
-        limit
-          $8
-        for update of
-          "d" skip locked
+        )
       )
-    )
+    returning
+      "d"."id",
+      "d"."tenant_id",
+      "d"."webhook_id",
+      "d"."event_id",
+      "d"."body",
+      "d"."retry_step"
   )
-returning
-  "d"."id",
-  "d"."tenant_id",
-  "d"."webhook_id",
-  "d"."event_id",
-  "d"."body",
-  "d"."retry_step",
+select
+  "c"."id",
+  "c"."tenant_id",
+  "c"."webhook_id",
+  "c"."event_id",
+  "c"."body",
+  "c"."retry_step",
   "w"."url",
   "w"."secret",
   case
     when w.previous_secret_expires_at > now() then w.previous_secret
-  end as "previous_secret";
+  end as "previous_secret"
+from
+  "claimed" as "c"
+  inner join "webhooks" as "w" on "w"."id" = "c"."webhook_id";
+
+-- webhook.claimDueDeliveries (any endpoint) [3/3]
+select
+  set_config('enable_sort', $1, true);
+
+-- webhook.claimDueDeliveries (but slow ones at their cap) [1/3]
+select
+  current_setting('enable_sort') as was,
+  set_config('enable_sort', 'off', true);
+
+-- webhook.claimDueDeliveries (but slow ones at their cap) [2/3]
+with
+  "claimed" as (
+    update "webhook_deliveries" as "d"
+    set
+      "locked_until" = (
+        now() + make_interval(secs => $1::double precision)
+      ),
+      "lock_token" = $2,
+      "attempts" = "d"."attempts" + $3,
+      "last_attempt_at" = now()
+    where
+      "d"."id" = any (
+        array(
+          (
+            select
+              "d"."id"
+            from
+              "webhook_deliveries" as "d"
+              inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
+            where
+              "d"."status" = $4
+              and "d"."next_attempt_at" <= now()
+              and (
+                "d"."locked_until" is null
+                or "d"."locked_until" < now()
+              )
+              and "w"."enabled" = $5
+              and "d"."webhook_id" not in ($6, $7)
+            order by
+              "d"."next_attempt_at"
+            limit
+              $8
+            for update of
+              "d" skip locked
+          )
+        )
+      )
+    returning
+      "d"."id",
+      "d"."tenant_id",
+      "d"."webhook_id",
+      "d"."event_id",
+      "d"."body",
+      "d"."retry_step"
+  )
+select
+  "c"."id",
+  "c"."tenant_id",
+  "c"."webhook_id",
+  "c"."event_id",
+  "c"."body",
+  "c"."retry_step",
+  "w"."url",
+  "w"."secret",
+  case
+    when w.previous_secret_expires_at > now() then w.previous_secret
+  end as "previous_secret"
+from
+  "claimed" as "c"
+  inner join "webhooks" as "w" on "w"."id" = "c"."webhook_id";
+
+-- webhook.claimDueDeliveries (but slow ones at their cap) [3/3]
+select
+  set_config('enable_sort', $1, true);
 
 -- webhook.recordSuccesses
 with

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
+import { inDueOrder } from '../db/due-order.ts';
 import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
@@ -188,29 +189,37 @@ export async function claimDueDeliveries(
     .limit(limit)
     .forUpdate('d')
     .skipLocked();
-  const claimed = await trx
-    .updateTable('webhook_deliveries as d')
-    .from('webhooks as w')
-    .set((eb) => ({
-      locked_until: dbFromNow(leaseMs),
-      lock_token: lockToken,
-      attempts: eb('d.attempts', '+', 1),
-      last_attempt_at: sql<Date>`now()`,
-    }))
-    .whereRef('w.id', '=', 'd.webhook_id')
-    .where(idIn('d.id', oldest))
-    .returning([
-      'd.id',
-      'd.tenant_id',
-      'd.webhook_id',
-      'd.event_id',
-      'd.body',
-      'd.retry_step',
-      'w.url',
-      'w.secret',
-      sql<string | null>`case when w.previous_secret_expires_at > now() then w.previous_secret end`.as('previous_secret'),
-    ])
-    .execute();
+  // The endpoints are joined to the rows the update returns, not in the update: joined there, the planner
+  // looked the claimed rows up through the endpoint's index of every delivery it ever had.
+  const claimed = await inDueOrder(trx, () =>
+    trx
+      .with('claimed', (db) =>
+        db
+          .updateTable('webhook_deliveries as d')
+          .set((eb) => ({
+            locked_until: dbFromNow(leaseMs),
+            lock_token: lockToken,
+            attempts: eb('d.attempts', '+', 1),
+            last_attempt_at: sql<Date>`now()`,
+          }))
+          .where(idIn('d.id', oldest))
+          .returning(['d.id', 'd.tenant_id', 'd.webhook_id', 'd.event_id', 'd.body', 'd.retry_step']),
+      )
+      .selectFrom('claimed as c')
+      .innerJoin('webhooks as w', 'w.id', 'c.webhook_id')
+      .select([
+        'c.id',
+        'c.tenant_id',
+        'c.webhook_id',
+        'c.event_id',
+        'c.body',
+        'c.retry_step',
+        'w.url',
+        'w.secret',
+        sql<string | null>`case when w.previous_secret_expires_at > now() then w.previous_secret end`.as('previous_secret'),
+      ])
+      .execute(),
+  );
   // RETURNING keeps no order; ids grow with time, so the oldest delivery goes first.
   return claimed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

@@ -309,7 +309,12 @@ on conflict ("workflow_id", "event_id") do nothing
 returning
   "id";
 
--- workflow.claimDueRuns [1/2]
+-- workflow.claimDueRuns [1/4]
+select
+  current_setting('enable_sort') as was,
+  set_config('enable_sort', 'off', true);
+
+-- workflow.claimDueRuns [2/4]
 update "workflow_runs"
 set
   "locked_until" = (
@@ -354,7 +359,11 @@ returning
   "attempts",
   "retry_step";
 
--- workflow.claimDueRuns [2/2]
+-- workflow.claimDueRuns [3/4]
+select
+  set_config('enable_sort', $1, true);
+
+-- workflow.claimDueRuns [4/4]
 select
   "id",
   "enabled",

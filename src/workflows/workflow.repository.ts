@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
+import { inDueOrder } from '../db/due-order.ts';
 import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
@@ -284,12 +285,14 @@ export async function claimDueRuns(trx: Tx, limit: number, lockToken: string, le
     .limit(limit)
     .forUpdate()
     .skipLocked();
-  const claimed = await trx
-    .updateTable('workflow_runs')
-    .set((eb) => ({ locked_until: dbFromNow(leaseMs), lock_token: lockToken, attempts: eb('attempts', '+', 1) }))
-    .where(idIn('id', due))
-    .returning(['id', 'tenant_id', 'workflow_id', 'event_id', 'event_type', 'event_body', 'conversation_id', 'depth', 'actions', 'attempts', 'retry_step'])
-    .execute();
+  const claimed = await inDueOrder(trx, () =>
+    trx
+      .updateTable('workflow_runs')
+      .set((eb) => ({ locked_until: dbFromNow(leaseMs), lock_token: lockToken, attempts: eb('attempts', '+', 1) }))
+      .where(idIn('id', due))
+      .returning(['id', 'tenant_id', 'workflow_id', 'event_id', 'event_type', 'event_body', 'conversation_id', 'depth', 'actions', 'attempts', 'retry_step'])
+      .execute(),
+  );
   if (claimed.length === 0) return [];
   const workflows = await trx
     .selectFrom('workflows')
