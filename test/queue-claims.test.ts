@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { CompiledQuery, sql } from 'kysely';
-import request from 'supertest';
 import type { Tx } from '../src/db/database.ts';
 import { inDueOrder } from '../src/db/due-order.ts';
 import { claimDueBotDeliveries } from '../src/bots/bot.repository.ts';
-import { claimDueDeliveries, disableWebhook } from '../src/webhooks/webhook.repository.ts';
+import { claimDueDeliveries } from '../src/webhooks/webhook.repository.ts';
 import { claimDueRuns } from '../src/workflows/workflow.repository.ts';
-import { newId } from '../src/shared/ids.ts';
 import { createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
 
@@ -158,65 +156,5 @@ describe('inDueOrder', () => {
       return { during, after, afterOff: await sorting(trx) };
     });
     expect(seen).to.deep.equal({ during: 'off', after: 'on', afterOff: 'off' });
-  });
-});
-
-describe('held webhook deliveries: a disabled endpoint\'s backlog is out of the claims\' way', () => {
-  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
-
-  async function endpointWithBacklog(trx: Tx, tenantId: string, rows: number, dueSince: string): Promise<string> {
-    const hook = newId('webhook');
-    await sql`insert into webhooks (id, tenant_id, url, events, secret) values (${hook}, ${tenantId}, 'https://example.test/hook', ${['*']}, 'whsec_x')`.execute(trx);
-    await sql`insert into webhook_deliveries (id, tenant_id, webhook_id, event_id, event_type, body, next_attempt_at)
-      select 'whd_' || gen_random_uuid(), ${tenantId}, ${hook}, 'evt_' || gen_random_uuid(), 'message.created', '{}', now() - ${dueSince}::interval + i * interval '1 ms'
-      from generate_series(1, ${rows}) as i`.execute(trx);
-    return hook;
-  }
-
-  it('disabled, its pending deliveries are held: a claim takes the others and reads about as many rows; enabled again, they are claimed', async () => {
-    const { app, database } = await getHarness();
-    const t = await createTenant();
-    // The held backlog is the older: walked in due order, it would come first.
-    const { held, live } = await database.asSystem(async (trx) => ({
-      held: await endpointWithBacklog(trx, t.tenantId, BACKLOG, '1 year'),
-      live: await endpointWithBacklog(trx, t.tenantId, TAKE, '11 months'),
-    }));
-    try {
-      await request(app).patch(`/api/v1/webhooks/${held}`).set(bearer(t.owner.accessToken)).send({ enabled: false }).expect(200);
-      const { claimed, read } = await database.asSystem(async (trx) => {
-        const before = await rowsRead(trx, 'webhook_deliveries');
-        const claimed = await claimDueDeliveries(trx, TAKE, randomUUID(), 60_000);
-        return { claimed, read: (await rowsRead(trx, 'webhook_deliveries')) - before };
-      });
-      expect(claimed.map((d) => d.webhook_id)).to.deep.equal(Array(TAKE).fill(live));
-      expect(read, 'rows the claim read').to.be.below(BACKLOG / 5);
-
-      await request(app).patch(`/api/v1/webhooks/${held}`).set(bearer(t.owner.accessToken)).send({ enabled: true }).expect(200);
-      const again = await database.asSystem((trx) => claimDueDeliveries(trx, TAKE, randomUUID(), 60_000));
-      expect(again.map((d) => d.webhook_id)).to.deep.equal(Array(TAKE).fill(held));
-    } finally {
-      await database.asSystem((trx) => trx.deleteFrom('webhooks').where('id', 'in', [held, live]).execute());
-    }
-  });
-
-  it('an endpoint the dispatcher disables (410, five days of failures) holds its pending deliveries, not those done', async () => {
-    const { database } = await getHarness();
-    const t = await createTenant();
-    const hook = await database.asSystem((trx) => endpointWithBacklog(trx, t.tenantId, 3, '1 year'));
-    try {
-      const states = await database.asSystem(async (trx) => {
-        await sql`update webhook_deliveries set status = 'succeeded', next_attempt_at = null, delivered_at = now()
-          where id = (select min(id) from webhook_deliveries where webhook_id = ${hook})`.execute(trx);
-        expect(await disableWebhook(trx, hook, 'gone')).to.equal(true);
-        return trx.selectFrom('webhook_deliveries').select(['status', 'held']).where('webhook_id', '=', hook).orderBy('status').orderBy('held').execute();
-      });
-      expect(states).to.deep.equal([
-        { status: 'pending', held: true },
-        { status: 'pending', held: true },
-        { status: 'succeeded', held: false },
-      ]);
-    } finally {
-      await database.asSystem((trx) => trx.deleteFrom('webhooks').where('id', '=', hook).execute());
-    }
   });
 });

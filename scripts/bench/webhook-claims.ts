@@ -30,10 +30,9 @@ async function setup(design: string) {
   insert into w (id, url, secret) values ('w1', 'http://x', 's');
   create table d (id text primary key, tenant_id text not null, webhook_id text not null references w(id), event_id text not null, event_type text not null, body text not null,
     status text not null default 'pending', attempts integer not null default 0, retry_step integer not null default 0, next_attempt_at timestamptz, locked_until timestamptz, lock_token text,
-    last_status_code integer, last_error text, last_attempt_at timestamptz, created_at timestamptz not null default now(), delivered_at timestamptz, held boolean not null default false, unique (webhook_id, event_id)) with (fillfactor = 50);
+    last_status_code integer, last_error text, last_attempt_at timestamptz, created_at timestamptz not null default now(), delivered_at timestamptz, unique (webhook_id, event_id)) with (fillfactor = 50);
   create index d_list on d (webhook_id, created_at desc, id desc);`);
-  if (design.startsWith('C')) await c.query(`create index d_due on d (next_attempt_at) where status = 'pending' and not held`);
-  else if (!design.startsWith('B')) await c.query(`create index d_due on d (next_attempt_at) where status = 'pending'`);
+  if (!design.startsWith('B')) await c.query(`create index d_due on d (next_attempt_at) where status = 'pending'`);
   else await c.query(`create table q (delivery_id text primary key, webhook_id text not null, next_attempt_at timestamptz not null, locked_until timestamptz, lock_token text) with (fillfactor = 50); create index q_due on q (next_attempt_at);`);
   // Autovacuum must not analyze the backlog meanwhile: a stale design would read fresh statistics part way.
   if (design.endsWith('-stale')) await c.query('alter table d set (autovacuum_enabled = false); analyze d, w');
@@ -52,7 +51,7 @@ const doneA = `with done as (update d set status = 'succeeded', next_attempt_at 
 const claimA2 = claimA.replace(' for update of d skip locked', '');
 // The claim as the dispatcher sends it (src/webhooks/webhook.repository.ts, claimDueDeliveries).
 const claimC = `with claimed as (update d set locked_until = now() + interval '15 s', lock_token = $2, attempts = d.attempts + 1, last_attempt_at = now()
-  where d.id = any(array(select d.id from d join w on w.id = d.webhook_id where d.status = 'pending' and not d.held and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now()) and w.enabled order by d.next_attempt_at limit $1 for update of d skip locked))
+  where d.id = any(array(select d.id from d join w on w.id = d.webhook_id where d.status = 'pending' and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now()) and w.enabled order by d.next_attempt_at limit $1 for update of d skip locked))
   returning d.id, d.tenant_id, d.webhook_id, d.event_id, d.body, d.retry_step)
   select c.*, w.url, w.secret, case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret from claimed c join w on w.id = c.webhook_id`;
 const claimB = `with c as (update q set locked_until = now() + interval '15 s', lock_token = $2 from w

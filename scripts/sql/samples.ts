@@ -359,7 +359,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     clearFailingStreaks: [['whk', 'whk2']],
     noteFailure: ['whk', 5 * DAY],
     disableWebhook: ['whk', 'gone'],
-    holdDeliveries: ['whk', true],
     activeOwnerEmails: ['tn'],
     queueStats: [],
   }),

@@ -397,8 +397,6 @@ export interface WebhookDeliveriesTable {
   last_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: CreatedAt;
   delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  /** Pending while its endpoint is disabled: out of the due index (migration held-deliveries). */
-  held: Generated<boolean>;
 }
 
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;

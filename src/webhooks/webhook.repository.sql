@@ -252,7 +252,6 @@ with
               inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
             where
               "d"."status" = $4
-              and not d.held
               and "d"."next_attempt_at" <= now()
               and (
                 "d"."locked_until" is null
@@ -323,7 +322,6 @@ with
               inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
             where
               "d"."status" = $4
-              and not d.held
               and "d"."next_attempt_at" <= now()
               and (
                 "d"."locked_until" is null
@@ -489,7 +487,7 @@ returning
     now() - make_interval(secs => $2::double precision)
   ) as "too_long";
 
--- webhook.disableWebhook [1/2]
+-- webhook.disableWebhook
 update "webhooks"
 set
   "enabled" = $1,
@@ -499,24 +497,6 @@ set
 where
   "id" = $3
   and "enabled" = $4;
-
--- webhook.disableWebhook [2/2]
-update "webhook_deliveries"
-set
-  "held" = $1
-where
-  "webhook_id" = $2
-  and "status" = $3
-  and "held" = $4;
-
--- webhook.holdDeliveries
-update "webhook_deliveries"
-set
-  "held" = $1
-where
-  "webhook_id" = $2
-  and "status" = $3
-  and "held" = $4;
 
 -- webhook.activeOwnerEmails
 select

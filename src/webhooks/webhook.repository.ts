@@ -180,12 +180,8 @@ export async function claimDueDeliveries(
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .select('d.id')
     .where('d.status', '=', 'pending')
-    // Written out, not a parameter: the due index is partial on it.
-    .where(sql<boolean>`not d.held`)
     .where('d.next_attempt_at', '<=', sql<Date>`now()`)
     .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', sql<Date>`now()`)]))
-    // The endpoint decides: a fan-out that read it enabled may commit its deliveries unheld just after a
-    // disable flagged the endpoint's others.
     .where('w.enabled', '=', true);
   if (exceptWebhookIds.length > 0) due = due.where('d.webhook_id', 'not in', exceptWebhookIds);
   const oldest = due
@@ -337,7 +333,7 @@ export async function noteFailure(trx: Tx, webhookId: string, disableAfterMs: nu
   return row?.too_long ?? false;
 }
 
-/** Disables an enabled endpoint and holds its pending deliveries; false when it was already disabled (someone else acted first). */
+/** Disables an enabled endpoint; false when it was already disabled (someone else acted first). */
 export async function disableWebhook(trx: Tx, webhookId: string, reason: 'gone' | 'failing'): Promise<boolean> {
   const result = await trx
     .updateTable('webhooks')
@@ -345,23 +341,7 @@ export async function disableWebhook(trx: Tx, webhookId: string, reason: 'gone' 
     .where('id', '=', webhookId)
     .where('enabled', '=', true)
     .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) return false;
-  await holdDeliveries(trx, webhookId, true);
-  return true;
-}
-
-/**
- * Takes an endpoint's pending deliveries out of the due index while it is disabled (held), or puts them
- * back when it is enabled: claims walk that index oldest first, and held deliveries would be met first.
- */
-export async function holdDeliveries(trx: Tx, webhookId: string, held: boolean): Promise<void> {
-  await trx
-    .updateTable('webhook_deliveries')
-    .set({ held })
-    .where('webhook_id', '=', webhookId)
-    .where('status', '=', 'pending')
-    .where('held', '=', !held)
-    .execute();
+  return result.numUpdatedRows === 1n;
 }
 
 export async function activeOwnerEmails(trx: Tx, tenantId: string): Promise<string[]> {

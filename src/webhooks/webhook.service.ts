@@ -156,7 +156,6 @@ export class WebhookService {
         },
         new Date(),
       );
-      if (enabling || disabling) await repo.holdDeliveries(trx, id, disabling);
       return toWebhookDto(updated);
     }).then((dto) => {
       if (input.enabled === true) {
