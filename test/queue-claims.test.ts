@@ -35,7 +35,7 @@ interface Queue {
 
 /** Thrown to roll the test's transaction back, with what it saw. */
 class RolledBack extends Error {
-  readonly seen: { plan: string; claimed: { id: string }[]; read: number };
+  readonly seen: { plan: string; claimed: { id: string }[]; read: number; control: number };
   constructor(seen: RolledBack['seen']) {
     super('rolled back');
     this.seen = seen;
@@ -110,15 +110,19 @@ describe('queue claims: the oldest due rows, read in index order', () => {
       const t = await createTenant();
       const statements: Statement[] = [];
       // Rolled back at the end: the backlog leaves nothing behind.
-      const { plan, claimed, read } = await database
+      const { plan, claimed, read, control } = await database
         .asSystem(async (trx) => {
           await queue.seed(trx, t.tenantId);
           const before = await rowsRead(trx, queue.table);
           const claimed = await queue.claim(recording(trx, statements));
           const read = (await rowsRead(trx, queue.table)) - before;
+          // The control: rows read are counted, here, on this database (a scan of the whole table reads the backlog).
+          const beforeControl = await rowsRead(trx, queue.table);
+          await sql`select count(*) from ${sql.table(queue.table)}`.execute(trx);
+          const control = (await rowsRead(trx, queue.table)) - beforeControl;
           const claim = statements.find((s) => /skip locked/.test(s.sql))!;
           const { rows } = await inDueOrder(trx, () => trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${claim.sql}`, [...claim.parameters])));
-          throw new RolledBack({ plan: JSON.stringify(rows[0]!['QUERY PLAN']), claimed, read });
+          throw new RolledBack({ plan: JSON.stringify(rows[0]!['QUERY PLAN']), claimed, read, control });
         })
         .then(
           () => expect.fail('the transaction was to be rolled back'),
@@ -134,6 +138,7 @@ describe('queue claims: the oldest due rows, read in index order', () => {
       // Each claimed row is read twice (picked, then updated), and rows other tests hold under a lease are
       // passed over; a sort reads all BACKLOG.
       expect(read, 'rows the claim read').to.be.below(BACKLOG / 5);
+      expect(control, 'the control: rows a scan of the whole table read').to.be.at.least(BACKLOG);
     });
   }
 });

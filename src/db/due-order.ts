@@ -15,8 +15,8 @@ import type { Tx } from './database.ts';
 export async function inDueOrder<T>(trx: Tx, claim: () => Promise<T>): Promise<T> {
   const { rows } = await sql<{ was: string }>`select current_setting('enable_sort') as was, set_config('enable_sort', 'off', true)`.execute(trx);
   const claimed = await claim();
-  // Not in a finally: after a failed statement the transaction accepts nothing but its rollback, which
-  // undoes the setting anyway.
+  // Not in a finally: after a statement the server refused, the transaction accepts nothing but its
+  // rollback, which undoes the setting anyway (every claim runs alone in its transaction).
   await sql`select set_config('enable_sort', ${rows[0]!.was}, true)`.execute(trx);
   return claimed;
 }
