@@ -316,6 +316,27 @@ describe('webhooks', () => {
       );
     });
 
+    it('signs a run of messages with secrets in turn as standardwebhooks does: no state is carried from one to the next', () => {
+      fc.assert(
+        fc.property(
+          fc.array(fc.uint8Array({ minLength: 1, maxLength: 100 }), { minLength: 1, maxLength: 3 }),
+          fc.array(fc.tuple(fc.nat(), fc.string({ minLength: 1, maxLength: 20 }), fc.oneof(fc.string({ unit: 'binary', maxLength: 50 }), fc.string({ unit: 'grapheme', minLength: 6_000, maxLength: 8_000 }))), {
+            minLength: 2,
+            maxLength: 8,
+          }),
+          (keys, messages) => {
+            const secrets = keys.map((key) => `whsec_${Buffer.from(key).toString('base64')}`);
+            const at = new Date(1_764_000_000_000);
+            for (const [pick, id, body] of messages) {
+              const secret = secrets[pick % secrets.length]!;
+              expect(signature(secret, id, at, body)).to.equal(new StandardWebhook(secret).sign(id, at, body));
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
+
     it('refuses a secret standardwebhooks refuses', () => {
       expect(() => signature('whsec_', 'evt_1', new Date(), '{}')).to.throw(/empty/);
     });

@@ -135,7 +135,9 @@ async function drain(count: number) {
 function startBare() {
   const bareInput = join(dataDir, 'bare-input.json');
   writeFileSync(bareInput, JSON.stringify({ url: receiverUrl, secret: hook.secret, concurrency: CONCURRENCY, bodies }));
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./webhook-bare-sender.ts', import.meta.url))], {
+  // BENCH_CPU_PROF=dir profiles the bare loop too, beside the service.
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, fileURLToPath(new URL('./webhook-bare-sender.ts', import.meta.url))], {
     env: { ...process.env, BARE_INPUT: bareInput },
     stdio: ['pipe', 'pipe', 'inherit'],
   });

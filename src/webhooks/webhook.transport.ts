@@ -1,32 +1,46 @@
-import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { HMAC } from 'fast-sha256';
 import ipaddr from 'ipaddr.js';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 // Signing and posting, nothing else: what a delivery is and when it is retried is the dispatcher's.
 
-const keys = new Map<string, Buffer>();
+/** Per secret, an HMAC with the key's pads already hashed: reset() brings it back to that state. */
+const signers = new Map<string, HMAC>();
 
-/** The HMAC key of a `whsec_` secret, as standardwebhooks reads it (and refuses what it refuses). */
-function keyOf(secret: string): Buffer {
-  let key = keys.get(secret);
-  if (!key) {
-    if (keys.size > 10_000) keys.clear();
+/** The HMAC of a `whsec_` secret, as standardwebhooks reads the key (and refuses what it refuses). */
+function signerOf(secret: string): HMAC {
+  let signer = signers.get(secret);
+  if (!signer) {
+    if (signers.size > 10_000) signers.clear();
     new StandardWebhook(secret);
-    key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
-    keys.set(secret, key);
+    signer = new HMAC(Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64'));
+    signers.set(secret, signer);
   }
-  return key;
+  return signer;
 }
 
+const encoder = new TextEncoder();
+/** What is signed, as UTF-8, when it fits: reused (signing is synchronous); a larger message gets its own. */
+const scratch = new Uint8Array(16 * 1024);
+const digest = Buffer.alloc(32);
+
 /**
- * A `v1,<base64>` signature byte for byte as standardwebhooks' `sign` makes it (HMAC-SHA256 of
- * "{id}.{seconds}.{body}" in UTF-8), with node:crypto: the library hashes in JavaScript, several times slower.
+ * A `v1,<base64>` signature byte for byte as standardwebhooks' `sign` makes it: HMAC-SHA256 of
+ * "{id}.{seconds}.{body}" in UTF-8, with the JavaScript SHA-256 it uses (fast-sha256), but with each key's
+ * HMAC state kept instead of made anew. node:crypto's createHmac, made per signature, was dearer in place
+ * than the hashing itself, though a microbenchmark of the two favoured it: in bench:webhooks, alternating
+ * runs, the dispatcher reached 0.71 to 0.76 of the bare loop with this signer against 0.64 to 0.69 with
+ * createHmac (and 0.74 to 0.77 with no signing at all).
  */
 export function signature(secret: string, messageId: string, at: Date, body: string): string {
-  return `v1,${createHmac('sha256', keyOf(secret)).update(`${messageId}.${Math.floor(at.getTime() / 1000)}.${body}`).digest('base64')}`;
+  const text = `${messageId}.${Math.floor(at.getTime() / 1000)}.${body}`;
+  // At most three bytes of UTF-8 per UTF-16 code unit.
+  const bytes = text.length * 3 <= scratch.length ? scratch.subarray(0, encoder.encodeInto(text, scratch).written) : encoder.encode(text);
+  signerOf(secret).reset().update(bytes).finish(digest);
+  return `v1,${digest.toString('base64')}`;
 }
 
 /**
