@@ -26,7 +26,7 @@ const row = (position: number): FeedRow => ({
  * A stream on a database whose answers the test gives: the first transaction (the join) answers the head,
  * every later one (a read of the feed) waits for `answer`.
  */
-function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void; readGapMs?: number; deliveryGapMs?: number } = {}) {
+function streamOn(head: FeedPosition, extra: { onDelivered?: () => void; logError?: (err: unknown) => void; readGapMs?: number } = {}) {
   const reads: { after: FeedPosition; answer: (page: FeedPage) => void }[] = [];
   let joined = false;
   const database = {
@@ -88,30 +88,6 @@ describe('a tenant stream taking events handed over by their writer', () => {
     s.reads.shift()!.answer({ rows: [row(1), row(2)], heldBack: false });
     await settle();
     expect(s.received()).to.deep.equal(['evt_1', 'evt_2']);
-  });
-
-  it('with a delivery gap: the first goes at once, those that come sooner wait for the gap and go together, one write per socket', async () => {
-    const gap = 80;
-    let delivered = 0;
-    let sentinel: (() => void) | undefined;
-    const s = streamOn({ txid: '100', position: 0 }, { deliveryGapMs: gap, onDelivered: () => (delivered++, sentinel?.()) });
-    await s.stream.join(s.conn);
-    await settle();
-    s.reads.splice(0).forEach((r) => r.answer({ rows: [], heldBack: false }));
-    await settle();
-    const first = performance.now();
-    s.stream.take({ tenantId: TENANT, after: { txid: '100', position: 0 }, rows: [row(1)] });
-    expect(s.received()).to.deep.equal(['evt_1']);
-    const third = new Promise<void>((resolve) => (sentinel = () => delivered === 3 && resolve()));
-    s.stream.take({ tenantId: TENANT, after: { txid: '101', position: 1 }, rows: [row(2)] });
-    s.stream.take({ tenantId: TENANT, after: { txid: '102', position: 2 }, rows: [row(3)] });
-    expect(s.received(), 'held for the gap').to.deep.equal(['evt_1']);
-    await third;
-    // libuv's timers count whole milliseconds on a loop clock read once per turn: a little slack.
-    expect(performance.now() - first).to.be.at.least(gap - 2);
-    expect(s.received()).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
-    expect(s.conn.backlog, 'one write for the first, one for the two held').to.have.length(2);
-    expect(s.reads, 'no read of the feed').to.have.length(0);
   });
 
   it('that fail to be delivered are logged and read again, never thrown out of the timer that took them', async () => {

@@ -30,8 +30,6 @@ export interface GatewayOptions {
   retentionMs: number;
   /** The least time between two reads of one tenant's feed (StreamContext.readGapMs). */
   readGapMs: number;
-  /** The least time between two deliveries of handed-over events to one tenant's sockets (StreamContext.deliveryGapMs). */
-  deliveryGapMs: number;
 }
 
 export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
@@ -43,10 +41,6 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   // or so; with 10 ms, fewer reads and socket writes (see the README's figures). A quiet tenant's news waits
   // for no gap, a busy one's at most this.
   readGapMs: 10,
-  // The same for the events a writer of this instance hands over: bench:messages, ten senders, 100 sockets on
-  // PostgreSQL, one write per socket per send took the sends with sockets open to 0.78 to 0.82 of those with
-  // none; see the README for what the gap gives. A send after a quiet spell is delivered at once.
-  deliveryGapMs: 10,
 };
 
 export interface GatewayDeps extends CredentialDeps {
@@ -91,7 +85,6 @@ export class RealtimeGateway {
       maxBufferedBytes: options.maxBufferedBytes,
       retentionMs: options.retentionMs,
       readGapMs: options.readGapMs,
-      deliveryGapMs: options.deliveryGapMs,
       logError: (err, tenantId) => logger.error({ err, tenant_id: tenantId }, 'event stream failed; retrying'),
       ...(deps.onDelivered ? { onDelivered: deps.onDelivered } : {}),
     };

@@ -23,12 +23,6 @@ export interface StreamContext {
    * written once per read; news after a quiet spell is read at once.
    */
   readGapMs?: number;
-  /**
-   * The least time from one delivery of handed-over events (a writer's, src/events/outbox.ts) to the next:
-   * events handed over sooner wait for it and go with what came meanwhile, in one write per socket. A
-   * quiet tenant's news waits for nothing.
-   */
-  deliveryGapMs?: number;
 }
 
 export type DeliveryHook = (createdAt: Date, frames: Partial<Record<Connection['audience']['kind'], number>>) => void;
@@ -110,11 +104,6 @@ export class TenantStream {
   #retry: NodeJS.Timeout | undefined;
   /** Resolved once a read that began after they asked has been delivered. */
   #caughtUpWaiters: (() => void)[] = [];
-  /** performance.now() when events were last delivered. */
-  #lastDelivery = Number.NEGATIVE_INFINITY;
-  /** Handoffs waiting for the delivery gap, in the order they came, and the timer that ends the wait. */
-  #held: FeedHandoff[] = [];
-  #heldTimer: NodeJS.Timeout | undefined;
 
   constructor(tenantId: string, ctx: StreamContext) {
     this.tenantId = tenantId;
@@ -150,13 +139,7 @@ export class TenantStream {
 
   leave(conn: Connection): void {
     this.connections.delete(conn);
-    if (this.empty) {
-      clearTimeout(this.#retry);
-      // Nobody to deliver to; the gateway drops the stream.
-      clearTimeout(this.#heldTimer);
-      this.#heldTimer = undefined;
-      this.#held = [];
-    }
+    if (this.empty) clearTimeout(this.#retry);
   }
 
   wake(): void {
@@ -174,20 +157,6 @@ export class TenantStream {
    * other, read from the feed. A handoff out of order, or one after events nobody handed over, is read.
    */
   take(handoff: FeedHandoff): void {
-    const wait = this.#lastDelivery + (this.#ctx.deliveryGapMs ?? 0) - performance.now();
-    if (wait <= 0 && this.#held.length === 0) {
-      this.#takeNow(handoff);
-      return;
-    }
-    this.#held.push(handoff);
-    this.#heldTimer ??= setTimeout(() => {
-      this.#heldTimer = undefined;
-      // Joined where one follows another: one write per socket for all of them.
-      for (const held of joinHandoffs(this.#held.splice(0))) this.#takeNow(held);
-    }, Math.max(0, wait));
-  }
-
-  #takeNow(handoff: FeedHandoff): void {
     const cursor = this.#cursor;
     const follows = cursor !== undefined && cursor.txid === handoff.after.txid && cursor.position === handoff.after.position;
     if (!follows || this.#running || this.#caughtUpWaiters.length > 0 || handoff.rows.length === 0) {
@@ -195,7 +164,6 @@ export class TenantStream {
       return;
     }
     try {
-      this.#lastDelivery = performance.now();
       deliver(this.#ctx, this.connections, handoff.rows);
       const last = handoff.rows[handoff.rows.length - 1]!;
       this.#cursor = { txid: last.txid, position: last.position };
@@ -260,7 +228,6 @@ export class TenantStream {
         const { rows, heldBack } = await read(this.#ctx, this.tenantId, this.#cursor!);
         full = rows.length === BATCH;
         if (rows.length > 0) {
-          this.#lastDelivery = performance.now();
           deliver(this.#ctx, this.connections, rows);
           const last = rows[rows.length - 1]!;
           this.#cursor = { txid: last.txid, position: last.position };
