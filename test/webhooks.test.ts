@@ -337,6 +337,22 @@ describe('webhooks', () => {
       );
     });
 
+    it('signs as standardwebhooks does at the edge of the reused buffer, with three- and four-byte characters and lone surrogates', () => {
+      const secret = `whsec_${Buffer.from('a key for the edge of the buffer').toString('base64')}`;
+      const at = new Date(1_764_000_000_000);
+      const id = 'evt_\uD800edge';
+      // The signed text is "{id}.{seconds}.{body}": bodies made so that it is this many UTF-16 units long.
+      const prefix = `${id}.${Math.floor(at.getTime() / 1000)}.`.length;
+      // 21,845 units fit the 64 KiB buffer at three bytes each; up to 32,768 they would at two.
+      for (const units of [21_844, 21_845, 21_846, 30_000, 32_768]) {
+        for (const fill of ['€', '😀', '\uDC00', '€😀\uD800a']) {
+          const length = units - prefix;
+          const body = fill.repeat(Math.ceil(length / fill.length)).slice(0, length);
+          expect(signature(secret, id, at, body), `${units} units of ${JSON.stringify(fill)}`).to.equal(new StandardWebhook(secret).sign(id, at, body));
+        }
+      }
+    });
+
     it('refuses a secret standardwebhooks refuses', () => {
       expect(() => signature('whsec_', 'evt_1', new Date(), '{}')).to.throw(/empty/);
     });

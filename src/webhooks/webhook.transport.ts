@@ -7,14 +7,19 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 // Signing and posting, nothing else: what a delivery is and when it is retried is the dispatcher's.
 
-/** Per secret, an HMAC with the key's pads already hashed: reset() brings it back to that state. */
+/**
+ * Per secret, an HMAC with the key's pads already hashed: reset() brings it back to that state. About
+ * 2.7 KB each (two hash states and their saved copies), so at most a thousand are kept; making one again
+ * costs a key's setup.
+ */
 const signers = new Map<string, HMAC>();
+const MAX_SIGNERS = 1_000;
 
 /** The HMAC of a `whsec_` secret, as standardwebhooks reads the key (and refuses what it refuses). */
 function signerOf(secret: string): HMAC {
   let signer = signers.get(secret);
   if (!signer) {
-    if (signers.size > 10_000) signers.clear();
+    if (signers.size >= MAX_SIGNERS) signers.clear();
     new StandardWebhook(secret);
     signer = new HMAC(Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64'));
     signers.set(secret, signer);
@@ -23,8 +28,11 @@ function signerOf(secret: string): HMAC {
 }
 
 const encoder = new TextEncoder();
-/** What is signed, as UTF-8, when it fits: reused (signing is synchronous); a larger message gets its own. */
-const scratch = new Uint8Array(16 * 1024);
+/**
+ * What is signed, as UTF-8, reused (signing is synchronous) for a message whose worst case fits, three
+ * bytes per UTF-16 code unit: up to 21,845 units. A longer one gets a buffer of its own.
+ */
+const scratch = new Uint8Array(64 * 1024);
 const digest = Buffer.alloc(32);
 
 /**
