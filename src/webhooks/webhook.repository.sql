@@ -232,64 +232,62 @@ select
 
 -- webhook.claimDueDeliveries (any endpoint) [2/3]
 with
-  "claimed" as (
-    update "webhook_deliveries" as "d"
+  claimed as (
+    update webhook_deliveries as d
     set
-      "locked_until" = (
+      locked_until = (
         now() + make_interval(secs => $1::double precision)
       ),
-      "lock_token" = $2,
-      "attempts" = "d"."attempts" + $3,
-      "last_attempt_at" = now()
+      lock_token = $2,
+      attempts = d.attempts + 1,
+      last_attempt_at = now()
     where
-      "d"."id" = any (
+      d.id = any (
         array(
-          (
-            select
-              "d"."id"
-            from
-              "webhook_deliveries" as "d"
-              inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-            where
-              "d"."status" = $4
-              and "d"."next_attempt_at" <= now()
-              and (
-                "d"."locked_until" is null
-                or "d"."locked_until" < now()
-              )
-              and "w"."enabled" = $5
-            order by
-              "d"."next_attempt_at"
-            limit
-              $6
-            for update of
-              "d" skip locked
-          )
+          select
+            d.id
+          from
+            webhook_deliveries as d
+            inner join webhooks as w on w.id = d.webhook_id
+          where
+            d.status = 'pending'
+            and d.next_attempt_at <= now()
+            and (
+              d.locked_until is null
+              or d.locked_until < now()
+            )
+            and w.enabled = true
+          order by
+            d.next_attempt_at
+          limit
+            $3
+          for update of
+            d skip locked
         )
       )
     returning
-      "d"."id",
-      "d"."tenant_id",
-      "d"."webhook_id",
-      "d"."event_id",
-      "d"."body",
-      "d"."retry_step"
+      d.id,
+      d.tenant_id,
+      d.webhook_id,
+      d.event_id,
+      d.body,
+      d.retry_step
   )
 select
-  "c"."id",
-  "c"."tenant_id",
-  "c"."webhook_id",
-  "c"."event_id",
-  "c"."body",
-  "c"."retry_step",
-  "w"."url",
-  "w"."secret",
+  c.id,
+  c.tenant_id,
+  c.webhook_id,
+  c.event_id,
+  c.body,
+  c.retry_step,
+  w.url,
+  w.secret,
   case
     when w.previous_secret_expires_at > now() then w.previous_secret
-  end as "previous_secret"
+  end as previous_secret
 from
-  "claimed" as "c"
-  inner join "webhooks" as "w" on "w"."id" = "c"."webhook_id";
+  claimed as c
+  inner join webhooks as w on w.id = c.webhook_id;
 
 -- webhook.claimDueDeliveries (any endpoint) [3/3]
 select
@@ -302,65 +300,63 @@ select
 
 -- webhook.claimDueDeliveries (but slow ones at their cap) [2/3]
 with
-  "claimed" as (
-    update "webhook_deliveries" as "d"
+  claimed as (
+    update webhook_deliveries as d
     set
-      "locked_until" = (
+      locked_until = (
         now() + make_interval(secs => $1::double precision)
       ),
-      "lock_token" = $2,
-      "attempts" = "d"."attempts" + $3,
-      "last_attempt_at" = now()
+      lock_token = $2,
+      attempts = d.attempts + 1,
+      last_attempt_at = now()
     where
-      "d"."id" = any (
+      d.id = any (
         array(
-          (
-            select
-              "d"."id"
-            from
-              "webhook_deliveries" as "d"
-              inner join "webhooks" as "w" on "w"."id" = "d"."webhook_id"
-            where
-              "d"."status" = $4
-              and "d"."next_attempt_at" <= now()
-              and (
-                "d"."locked_until" is null
-                or "d"."locked_until" < now()
-              )
-              and "w"."enabled" = $5
-              and "d"."webhook_id" not in ($6, $7)
-            order by
-              "d"."next_attempt_at"
-            limit
-              $8
-            for update of
-              "d" skip locked
-          )
+          select
+            d.id
+          from
+            webhook_deliveries as d
+            inner join webhooks as w on w.id = d.webhook_id
+          where
+            d.status = 'pending'
+            and d.next_attempt_at <= now()
+            and (
+              d.locked_until is null
+              or d.locked_until < now()
+            )
+            and w.enabled = true
+            and d.webhook_id <> all ($3::text[])
+          order by
+            d.next_attempt_at
+          limit
+            $4
+          for update of
+            d skip locked
         )
       )
     returning
-      "d"."id",
-      "d"."tenant_id",
-      "d"."webhook_id",
-      "d"."event_id",
-      "d"."body",
-      "d"."retry_step"
+      d.id,
+      d.tenant_id,
+      d.webhook_id,
+      d.event_id,
+      d.body,
+      d.retry_step
   )
 select
-  "c"."id",
-  "c"."tenant_id",
-  "c"."webhook_id",
-  "c"."event_id",
-  "c"."body",
-  "c"."retry_step",
-  "w"."url",
-  "w"."secret",
+  c.id,
+  c.tenant_id,
+  c.webhook_id,
+  c.event_id,
+  c.body,
+  c.retry_step,
+  w.url,
+  w.secret,
   case
     when w.previous_secret_expires_at > now() then w.previous_secret
-  end as "previous_secret"
+  end as previous_secret
 from
-  "claimed" as "c"
-  inner join "webhooks" as "w" on "w"."id" = "c"."webhook_id";
+  claimed as c
+  inner join webhooks as w on w.id = c.webhook_id;
 
 -- webhook.claimDueDeliveries (but slow ones at their cap) [3/3]
 select
@@ -379,7 +375,11 @@ with
       last_error = null,
       delivered_at = now()
     from
-      unnest($1::text[], $2::text[], $3::integer[]) as v (id, lock_token, status_code)
+      unnest(
+        string_to_array($1, ','),
+        string_to_array($2, ','),
+        string_to_array($3, ',')::integer[]
+      ) as v (id, lock_token, status_code)
     where
       d.id = v.id
       and d.lock_token = v.lock_token

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
 import { inDueOrder } from '../db/due-order.ts';
-import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Webhook, WebhookDelivery } from '../db/schema.ts';
@@ -175,53 +174,30 @@ export async function claimDueDeliveries(
   leaseMs: number,
   exceptWebhookIds: string[] = [],
 ): Promise<ClaimedDelivery[]> {
-  let due = trx
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .select('d.id')
-    .where('d.status', '=', 'pending')
-    .where('d.next_attempt_at', '<=', sql<Date>`now()`)
-    .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', sql<Date>`now()`)]))
-    .where('w.enabled', '=', true);
-  if (exceptWebhookIds.length > 0) due = due.where('d.webhook_id', 'not in', exceptWebhookIds);
-  const oldest = due
-    .orderBy('d.next_attempt_at')
-    .limit(limit)
-    .forUpdate('d')
-    .skipLocked();
+  // Written as SQL, not built: Kysely made this statement's tree anew at every claim, about 1 ms of the
+  // dispatcher's thread per claim under bench:webhooks (5 µs a delivery), the thread a drain waits on.
   // The endpoints are joined to the rows the update returns, not in the update: joined there, the planner
   // looked the claimed rows up through the endpoint's index of every delivery it ever had.
-  const claimed = await inDueOrder(trx, () =>
-    trx
-      .with('claimed', (db) =>
-        db
-          .updateTable('webhook_deliveries as d')
-          .set((eb) => ({
-            locked_until: dbFromNow(leaseMs),
-            lock_token: lockToken,
-            attempts: eb('d.attempts', '+', 1),
-            last_attempt_at: sql<Date>`now()`,
-          }))
-          .where(idIn('d.id', oldest))
-          .returning(['d.id', 'd.tenant_id', 'd.webhook_id', 'd.event_id', 'd.body', 'd.retry_step']),
+  const except = exceptWebhookIds.length > 0 ? sql`and d.webhook_id <> all(${exceptWebhookIds}::text[])` : sql``;
+  const { rows } = await inDueOrder(trx, () =>
+    sql<ClaimedDelivery>`
+      with claimed as (
+        update webhook_deliveries as d
+        set locked_until = ${dbFromNow(leaseMs)}, lock_token = ${lockToken}, attempts = d.attempts + 1, last_attempt_at = now()
+        where d.id = any(array(
+          select d.id from webhook_deliveries as d inner join webhooks as w on w.id = d.webhook_id
+          where d.status = 'pending' and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now())
+            and w.enabled = true ${except}
+          order by d.next_attempt_at limit ${limit}
+          for update of d skip locked))
+        returning d.id, d.tenant_id, d.webhook_id, d.event_id, d.body, d.retry_step
       )
-      .selectFrom('claimed as c')
-      .innerJoin('webhooks as w', 'w.id', 'c.webhook_id')
-      .select([
-        'c.id',
-        'c.tenant_id',
-        'c.webhook_id',
-        'c.event_id',
-        'c.body',
-        'c.retry_step',
-        'w.url',
-        'w.secret',
-        sql<string | null>`case when w.previous_secret_expires_at > now() then w.previous_secret end`.as('previous_secret'),
-      ])
-      .execute(),
+      select c.id, c.tenant_id, c.webhook_id, c.event_id, c.body, c.retry_step, w.url, w.secret,
+        case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret
+      from claimed as c inner join webhooks as w on w.id = c.webhook_id`.execute(trx),
   );
   // RETURNING keeps no order; ids grow with time, so the oldest delivery goes first.
-  return claimed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** The outcome of one claimed attempt, to be written under its claim's token. */
@@ -239,13 +215,18 @@ export interface ClaimRef {
  */
 export async function recordSuccesses(trx: Tx, rows: (ClaimRef & { statusCode: number })[]): Promise<number> {
   if (rows.length === 0) return 0;
+  // Each column joined into one text (ids, UUID tokens and status codes hold no comma): pg wrote an array
+  // parameter element by element, about 4 µs of the dispatcher's thread per delivery.
   const result = await sql<{ written: number }>`
     with done as (
       update webhook_deliveries as d
       set status = 'succeeded', next_attempt_at = null, locked_until = null, lock_token = null,
         last_status_code = v.status_code, last_error = null, delivered_at = now()
-      from unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.lockToken)}::text[], ${rows.map((r) => r.statusCode)}::integer[])
-        as v (id, lock_token, status_code)
+      from unnest(
+        string_to_array(${rows.map((r) => r.id).join(',')}, ','),
+        string_to_array(${rows.map((r) => r.lockToken).join(',')}, ','),
+        string_to_array(${rows.map((r) => r.statusCode).join(',')}, ',')::integer[]
+      ) as v (id, lock_token, status_code)
       where d.id = v.id and d.lock_token = v.lock_token
       returning d.webhook_id
     ), recovered as (
