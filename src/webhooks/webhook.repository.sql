@@ -242,7 +242,7 @@ with
       attempts = d.attempts + 1,
       last_attempt_at = now()
     where
-      d.id = any (
+      "d"."id" = any (
         array(
           select
             d.id
@@ -310,7 +310,7 @@ with
       attempts = d.attempts + 1,
       last_attempt_at = now()
     where
-      d.id = any (
+      "d"."id" = any (
         array(
           select
             d.id

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
 import { inDueOrder } from '../db/due-order.ts';
+import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Webhook, WebhookDelivery } from '../db/schema.ts';
@@ -179,17 +180,18 @@ export async function claimDueDeliveries(
   // The endpoints are joined to the rows the update returns, not in the update: joined there, the planner
   // looked the claimed rows up through the endpoint's index of every delivery it ever had.
   const except = exceptWebhookIds.length > 0 ? sql`and d.webhook_id <> all(${exceptWebhookIds}::text[])` : sql``;
+  const oldest = sql`
+    select d.id from webhook_deliveries as d inner join webhooks as w on w.id = d.webhook_id
+    where d.status = 'pending' and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now())
+      and w.enabled = true ${except}
+    order by d.next_attempt_at limit ${limit}
+    for update of d skip locked`;
   const { rows } = await inDueOrder(trx, () =>
     sql<ClaimedDelivery>`
       with claimed as (
         update webhook_deliveries as d
         set locked_until = ${dbFromNow(leaseMs)}, lock_token = ${lockToken}, attempts = d.attempts + 1, last_attempt_at = now()
-        where d.id = any(array(
-          select d.id from webhook_deliveries as d inner join webhooks as w on w.id = d.webhook_id
-          where d.status = 'pending' and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now())
-            and w.enabled = true ${except}
-          order by d.next_attempt_at limit ${limit}
-          for update of d skip locked))
+        where ${idIn('d.id', oldest)}
         returning d.id, d.tenant_id, d.webhook_id, d.event_id, d.body, d.retry_step
       )
       select c.id, c.tenant_id, c.webhook_id, c.event_id, c.body, c.retry_step, w.url, w.secret,
