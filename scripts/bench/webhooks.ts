@@ -19,7 +19,9 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { databaseCpuSeconds, startProcess } from './support.ts';
 
-const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);
+// 4,000 by default, as the README's figures are taken. Longer drains (BENCH_BACKLOG=16000) read lower: the
+// bare loop, warmer, speeds up more than the service does.
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 4000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const CONCURRENCY = 16;
 
