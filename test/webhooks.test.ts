@@ -510,6 +510,65 @@ describe('webhooks across instances', () => {
     }
   });
 
+  it('claims not yet attempted when the dispatcher stops go back at once: free again, their attempt not counted', async () => {
+    const h = await getHarness();
+    const bus = new EventBus();
+    const { app } = buildApp({ ...h.deps, bus });
+    // What arrived, known on arrival: a hanging request is recorded in `received` only once its sender gives up.
+    const arrived: string[] = [];
+    let firstArrived!: () => void;
+    const first = new Promise<void>((resolve) => (firstArrived = resolve));
+    const hanging = await startReceiver({
+      behave: (d) => {
+        arrived.push(d.id);
+        firstArrived();
+        return 'hang';
+      },
+    });
+    // One slot: a claim takes four rounds of it, so one attempt hangs while three claims wait behind it.
+    const dispatcher = new WebhookDispatcher({
+      database: h.database,
+      logger: pino({ level: 'silent' }),
+      bus,
+      mailer: h.deps.mailer,
+      allowPrivate: true,
+      timeoutMs: 1000,
+      leaseMs: 60_000,
+      retryDelaysMs: [3_600_000],
+      concurrency: 1,
+      pollMs: 50,
+    });
+    try {
+      const t = await createTenant();
+      const hook = (await request(app).post('/api/v1/webhooks').set(bearer(t.owner.accessToken)).send({ url: hanging.url, events: ['message.created'] }).expect(201)).body;
+      hanging.secrets.push(hook.secret);
+      const conversation = await createConversation(t, {}, t.owner.accessToken, app);
+      await dispatcher.fanOutOnce();
+      for (let i = 0; i < 5; i++) {
+        await request(app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conversation.id, content: `m ${i}` }).expect(201);
+      }
+      dispatcher.start();
+      await first;
+      // The hanging attempt ends at its timeout; the claims queued behind it are given back before that.
+      await dispatcher.stop();
+      const rows = await h.database.asSystem((trx) =>
+        trx.selectFrom('webhook_deliveries').select(['event_id', 'attempts', 'lock_token', 'locked_until']).where('webhook_id', '=', hook.id).execute(),
+      );
+      const attempted = new Set(arrived);
+      expect(rows).to.have.length(5);
+      expect(attempted.size).to.equal(1);
+      for (const row of rows) {
+        expect(row.lock_token, row.event_id).to.equal(null);
+        expect(row.locked_until, row.event_id).to.equal(null);
+        expect(row.attempts, row.event_id).to.equal(attempted.has(row.event_id) ? 1 : 0);
+      }
+    } finally {
+      await dispatcher.stop();
+      await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', '=', hanging.url).execute());
+      await hanging.close();
+    }
+  });
+
   it('a claim looks up what it takes: it does not read the deliveries already made', async () => {
     // Planned as a semi-join, a large claim (1,024 is the largest the dispatcher makes) read the whole table,
     // every delivery ever made, at each pass: during a backlog's drain, most of the database's work.

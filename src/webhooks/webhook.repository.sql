@@ -411,7 +411,10 @@ set
   lock_token = null,
   attempts = d.attempts - 1
 from
-  unnest($1::text[], $2::text[]) as v (id, lock_token)
+  unnest(
+    string_to_array($1, ','),
+    string_to_array($2, ',')
+  ) as v (id, lock_token)
 where
   d.id = v.id
   and d.lock_token = v.lock_token;
