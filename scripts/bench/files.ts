@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import S3rver from 's3rver';
 import { S3Storage } from '../../src/files/storage.ts';
-import { startProcess } from './support.ts';
+import { startProcess, threadCpuSince } from './support.ts';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const FILE_BYTES = 20 * 1024 * 1024;
@@ -37,6 +37,12 @@ interface Row {
   /** CPU (user + system) per MB uploaded, in ms: the service's process, and this benchmark's (the clients). */
   service_cpu_ms_per_mb: number;
   client_cpu_ms_per_mb: number;
+  /**
+   * The service's CPU per MB by kind of thread (support.ts, threadCpu), user and system: the event loop,
+   * V8's helpers (garbage collection), the libuv pool (file writes and the flushes before each rename),
+   * the hashing thread.
+   */
+  service_cpu_ms_per_mb_by_thread: Record<string, { user: number; system: number }>;
   /**
    * Local disk only: the plain copy flushed to the disk as each file ends (fsync), as the service's puts
    * are: the copy into the page cache alone runs at memory speed and promises nothing.
@@ -140,18 +146,21 @@ async function runBackend(backend: 'local' | 's3', dir: string, env: Record<stri
     const sampler = setInterval(sample, 10);
     let answers: { status: number; body: any }[] = [];
     const cpuBefore = service.cpuSeconds();
+    const threadsBefore = service.threadCpu();
     const clientBefore = process.cpuUsage();
     const serviceSeconds = await timed(async () => {
       answers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => upload(service.url, token, `f${i}`)));
     });
     clearInterval(sampler);
     const serviceCpu = service.cpuSeconds() - cpuBefore;
+    const threads = threadCpuSince(threadsBefore, service.threadCpu());
     const clientCpu = cpuSecondsSince(clientBefore);
     sample();
     const failed = answers.filter((a) => a.status !== 201 || a.body.size !== FILE_BYTES);
     if (failed.length > 0) throw new Error(`${failed.length} uploads failed: ${JSON.stringify(failed[0])}`);
     const plainSeconds = await timed(plainCopy);
     const bytes = CONCURRENCY * FILE_BYTES;
+    const perMb = (seconds: number) => round((seconds * 1000) / (bytes / 1e6));
     const row: Row = {
       backend,
       uploads: CONCURRENCY,
@@ -167,6 +176,9 @@ async function runBackend(backend: 'local' | 's3', dir: string, env: Record<stri
       rss_peak_over_lowest_mib: round((peak - low) / 1024),
       service_cpu_ms_per_mb: round((serviceCpu * 1000) / (bytes / 1e6)),
       client_cpu_ms_per_mb: round((clientCpu * 1000) / (bytes / 1e6)),
+      service_cpu_ms_per_mb_by_thread: Object.fromEntries(
+        [...threads].filter(([, t]) => t.user + t.system > 0).map(([name, t]) => [name, { user: perMb(t.user), system: perMb(t.system) }]),
+      ),
     };
     return row;
   } finally {
@@ -244,6 +256,10 @@ const lines = rows.map((r) =>
 const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
 const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
 console.log([fmt(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n'));
+for (const r of rows) {
+  const threads = Object.entries(r.service_cpu_ms_per_mb_by_thread).map(([name, t]) => `${name} ${t.user} + ${t.system}`);
+  console.log(`${r.backend}: the service's CPU ms per MB by thread, user + system: ${threads.join(', ')}`);
+}
 const out = new URL('./files.results.json', import.meta.url);
 await writeFile(out, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, concurrency: CONCURRENCY, file_bytes: FILE_BYTES, database: pgliteInDirectory ? 'pglite, a data directory' : 'pglite, in memory', rows }, null, 2)}\n`);
 console.log(`wrote ${out.pathname}`);

@@ -41,6 +41,8 @@ export async function startProcess(script: string, env: Record<string, string>) 
       const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
       return (Number(fields[11]) + Number(fields[12])) / 100;
     },
+    /** CPU time by kind of thread (threadCpu). */
+    threadCpu: () => threadCpu(child.pid!),
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
@@ -75,4 +77,45 @@ export function databaseCpuSeconds(): number {
     }
   }
   return ticks / 100;
+}
+
+/** User and system CPU seconds. */
+export interface CpuTimes {
+  user: number;
+  system: number;
+}
+
+/**
+ * A Node process's CPU time so far by kind of thread, as Linux names them: `node-MainThread` (the event
+ * loop), `node-V8Worker` (V8's helpers: garbage collection's parallel and concurrent work, compilation),
+ * `libuv-worker` (the thread pool: file system calls, and the disk flushes they wait on), `WorkerThread`
+ * (worker_threads). A thread that ended is no longer counted: compare readings of long-lived threads only.
+ */
+export function threadCpu(pid: number): Map<string, CpuTimes> {
+  const kinds = new Map<string, CpuTimes>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const kind = kinds.get(name) ?? { user: 0, system: 0 };
+    kind.user += Number(fields[11]) / 100;
+    kind.system += Number(fields[12]) / 100;
+    kinds.set(name, kind);
+  }
+  return kinds;
+}
+
+/** What each kind of thread used between two readings of threadCpu. */
+export function threadCpuSince(before: Map<string, CpuTimes>, after: Map<string, CpuTimes>): Map<string, CpuTimes> {
+  const used = new Map<string, CpuTimes>();
+  for (const [name, times] of after) {
+    const was = before.get(name) ?? { user: 0, system: 0 };
+    used.set(name, { user: times.user - was.user, system: times.system - was.system });
+  }
+  return used;
 }
