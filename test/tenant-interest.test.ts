@@ -1,13 +1,12 @@
 import { expect } from 'chai';
-import pino from 'pino';
 import request from 'supertest';
 import { buildApp } from '../src/app.ts';
 import { EventBus } from '../src/events/bus.ts';
 import type { StoredEvent } from '../src/events/outbox.ts';
 import { TenantInterest } from '../src/events/tenant-interest.ts';
-import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
 import { tenantsWithEnabledWebhooks } from '../src/webhooks/webhook.repository.ts';
 import { createConversation, createTenant } from './support/factories.ts';
+import { testDispatcher } from './support/dispatcher.ts';
 import { getHarness } from './support/harness.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
@@ -101,12 +100,8 @@ describe('tenant interest (which commits wake a reader of the feed)', () => {
     services.webhooks.onEndpointsChanged(() => interest.changed());
     const r = await startReceiver();
     // It polls once an hour: only wakes move it.
-    const dispatcher = new WebhookDispatcher({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
+    const dispatcher = testDispatcher(h, {
       bus,
-      mailer: h.deps.mailer,
-      allowPrivate: true,
       pollMs: 3_600_000,
       interest,
     });

@@ -3,7 +3,6 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Express } from 'express';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { type RedisClientType, createClient } from 'redis';
 import request from 'supertest';
 import { buildApp } from '../src/app.ts';
@@ -16,6 +15,7 @@ import { addressRefusal, createTransport, signature } from '../src/webhooks/webh
 import { RequestFilteringHttpAgent } from 'request-filtering-agent';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
+import { testDispatcher } from './support/dispatcher.ts';
 import { type Harness, getHarness, sentMail } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
 import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
@@ -36,12 +36,8 @@ describe('webhooks', () => {
     const built = buildApp({ ...h.deps, bus });
     app = built.app;
     // Retries after 50 to 250 ms instead of seconds to hours; a hanging receiver gives up after 400 ms.
-    dispatcher = new WebhookDispatcher({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
+    dispatcher = testDispatcher(h, {
       bus,
-      mailer: h.deps.mailer,
-      allowPrivate: true,
       timeoutMs: TIMEOUT_MS,
       retryDelaysMs: [50, 100, 150, 200, 250],
       pollMs: 50,
@@ -463,12 +459,8 @@ describe('webhooks across instances', () => {
     const hanging = await startReceiver({ behave: () => 'hang' });
     const fast = await startReceiver();
     // Four slots, two for a slow endpoint; an attempt gives up after a second (slow: over half of that).
-    const dispatcher = new WebhookDispatcher({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
+    const dispatcher = testDispatcher(h, {
       bus,
-      mailer: h.deps.mailer,
-      allowPrivate: true,
       timeoutMs: 1000,
       leaseMs: 10_000,
       retryDelaysMs: [3_600_000],
@@ -526,12 +518,8 @@ describe('webhooks across instances', () => {
       },
     });
     // One slot: a claim takes four rounds of it, so one attempt hangs while three claims wait behind it.
-    const dispatcher = new WebhookDispatcher({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
+    const dispatcher = testDispatcher(h, {
       bus,
-      mailer: h.deps.mailer,
-      allowPrivate: true,
       timeoutMs: 1000,
       leaseMs: 60_000,
       retryDelaysMs: [3_600_000],
@@ -643,12 +631,9 @@ describe('webhooks across instances', () => {
       },
       close: () => undefined,
     };
-    const dispatcher = new WebhookDispatcher({
+    const dispatcher = testDispatcher(h, {
       database,
-      logger: pino({ level: 'silent' }),
       bus,
-      mailer: h.deps.mailer,
-      allowPrivate: true,
       retryDelaysMs: [3_600_000],
       concurrency: 2,
       endpointConcurrency: 1,
@@ -695,12 +680,8 @@ describe('webhooks across instances', () => {
     // Instance A makes the events and has no dispatcher; B's bus hears nothing and it polls once an hour.
     const stopRelay = wakeupsA.relay(bus);
     const r = await startReceiver();
-    const dispatcher = new WebhookDispatcher({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
+    const dispatcher = testDispatcher(h, {
       bus: new EventBus(),
-      mailer: h.deps.mailer,
-      allowPrivate: true,
       pollMs: 3_600_000,
       wakeups: wakeupsB,
     });

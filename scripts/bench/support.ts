@@ -38,8 +38,8 @@ export async function startProcess(script: string, env: Record<string, string>) 
     rssKiB: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]),
     /** CPU time the process has used (user + system), in seconds (Linux clock ticks of 10 ms). */
     cpuSeconds: () => {
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / 100;
+      const { user, system } = cpuOfStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+      return user + system;
     },
     /** CPU time by kind of thread (threadCpu). */
     threadCpu: () => threadCpu(child.pid!),
@@ -64,25 +64,34 @@ export const jsonPost =
 /** CPU seconds used so far by every PostgreSQL process of this machine (0 on PGlite, which runs in the service). */
 export function databaseCpuSeconds(): number {
   if (!process.env.DATABASE_URL) return 0;
-  let ticks = 0;
+  let seconds = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (!stat.includes('(postgres)')) continue;
-      const fields = stat.split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      const { user, system } = cpuOfStat(stat);
+      seconds += user + system;
     } catch {
       // The process ended while being read.
     }
   }
-  return ticks / 100;
+  return seconds;
 }
 
 /** User and system CPU seconds. */
 export interface CpuTimes {
   user: number;
   system: number;
+}
+
+/**
+ * The CPU times of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line (utime and stime, in Linux clock
+ * ticks of 10 ms). The fields are counted after the last ')': the name before it may hold spaces and ')'.
+ */
+function cpuOfStat(stat: string): CpuTimes {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
 
 /**
@@ -101,10 +110,10 @@ export function threadCpu(pid: number): Map<string, CpuTimes> {
       continue;
     }
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const { user, system } = cpuOfStat(stat);
     const kind = kinds.get(name) ?? { user: 0, system: 0 };
-    kind.user += Number(fields[11]) / 100;
-    kind.system += Number(fields[12]) / 100;
+    kind.user += user;
+    kind.system += system;
     kinds.set(name, kind);
   }
   return kinds;
