@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { connect, createServer as createNetServer } from 'node:net';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Express } from 'express';
@@ -11,8 +12,7 @@ import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
 import { claimDueDeliveries } from '../src/webhooks/webhook.repository.ts';
 import { RedisDispatchWakeups } from '../src/webhooks/webhook.wakeups.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
-import { addressRefusal, createTransport, signature } from '../src/webhooks/webhook.transport.ts';
-import { RequestFilteringHttpAgent } from 'request-filtering-agent';
+import { AddressRefused, type Resolver, addressRefusal, createTransport, filteringLookup, signature } from '../src/webhooks/webhook.transport.ts';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
 import { testDispatcher } from './support/dispatcher.ts';
@@ -381,22 +381,41 @@ describe('webhooks', () => {
       expect(expectProblem(res, 400, 'ERR_VALIDATION').errors[0].path).to.equal('/body/url');
     });
 
-    it('the agent refuses a name that resolves to a metadata address before connecting', async () => {
-      const agent = new RequestFilteringHttpAgent({ allowPrivateIPAddress: false });
+    it('the transport\'s lookup refuses a name when any of its addresses is not public, before connecting', async () => {
+      const lookupOf = (addresses: string[]) =>
+        new Promise<unknown>((resolve) =>
+          filteringLookup((_h, _o, cb) => cb(null, addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))))(
+            'hooks.attacker.example',
+            { all: true },
+            (err, answer) => resolve(err ?? answer),
+          ),
+        );
+      // Judged only, never contacted: what an attacker's DNS would answer, a public address beside the metadata one.
+      const refused = await lookupOf(['93.184.216.34', '169.254.169.254']);
+      expect(refused).to.be.instanceOf(AddressRefused);
+      expect((refused as Error).message).to.equal('hooks.attacker.example: the address 169.254.169.254 is linkLocal, not public');
+      expect(await lookupOf(['93.184.216.34', '2606:4700:4700::1111'])).to.deep.equal([
+        { address: '93.184.216.34', family: 4 },
+        { address: '2606:4700:4700::1111', family: 6 },
+      ]);
+      // Through net.connect, as undici's connector uses it: a name resolved to a listening loopback port is
+      // refused before any connection is made.
+      let accepted = 0;
+      const server = createNetServer((socket) => {
+        accepted++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const resolver: Resolver = (_host, _options, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]);
       let connected = false;
-      // A resolver that answers what an attacker's DNS would: the cloud metadata address.
-      const lookup = ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
-        if (options.all) cb(null, [{ address: '169.254.169.254', family: 4 }]);
-        else cb(null, '169.254.169.254', 4);
-      }) as never;
       const error = await new Promise<Error>((resolve) => {
-        const socket = agent.createConnection({ host: 'metadata.attacker.example', port: 80, lookup } as never, (err) => err && resolve(err));
+        const socket = connect({ host: 'hooks.attacker.example', port: (server.address() as { port: number }).port, lookup: filteringLookup(resolver) });
         socket.on('connect', () => (connected = true));
         socket.on('error', resolve);
       });
-      expect(error.message).to.match(/169\.254\.169\.254.*not allowed/);
-      expect(connected).to.equal(false);
-      agent.destroy();
+      server.close();
+      expect(error).to.be.instanceOf(AddressRefused);
+      expect([connected, accepted]).to.deep.equal([false, 0]);
     });
 
     it('a dispatcher that does not allow private addresses never reaches a loopback receiver', async () => {
@@ -435,6 +454,38 @@ describe('webhooks', () => {
         expect(await transport.post(`http://${base}/silent`, {}, '{}')).to.deep.equal({ statusCode: null, error: 'no answer within 300 ms' });
         expect(await transport.post('ftp://example.com/x', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the scheme ftp: is not allowed' });
         expect(await transport.post('not a url', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the URL is not valid' });
+      } finally {
+        transport.close();
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+
+    it('reads at most 64 KiB of an answer: an endless one counts by its status, and the next post goes through', async () => {
+      let streaming = 0;
+      const server = createServer((req, res) => {
+        req.resume();
+        if (req.url === '/endless') {
+          streaming++;
+          res.writeHead(req.headers['x-status'] === '500' ? 500 : 200, { 'content-type': 'text/plain' });
+          const chunk = Buffer.alloc(16 * 1024, 'x');
+          const write = () => {
+            while (!res.destroyed && res.write(chunk));
+            if (!res.destroyed) res.once('drain', write);
+          };
+          write();
+          return;
+        }
+        res.writeHead(204).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const transport = createTransport({ allowPrivate: true, timeoutMs: 5000 });
+      try {
+        expect(await transport.post(`${base}/endless`, {}, '{}')).to.deep.equal({ statusCode: 200, error: null });
+        expect(await transport.post(`${base}/endless`, { 'x-status': '500' }, '{}')).to.deep.equal({ statusCode: 500, error: 'the receiver answered 500' });
+        expect(await transport.post(`${base}/after`, {}, '{}')).to.deep.equal({ statusCode: 204, error: null });
+        expect(streaming).to.equal(2);
       } finally {
         transport.close();
         server.closeAllConnections();

@@ -8,12 +8,43 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createInterface } from 'node:readline';
 import { Webhook } from 'standardwebhooks';
+import { Agent as UndiciAgent } from 'undici';
 
 const input = JSON.parse(readFileSync(process.env.BARE_INPUT!, 'utf8')) as { url: string; secret: string; concurrency: number; bodies: { id: string; body: string }[] };
 const signer = new Webhook(input.secret);
 const agent = new Agent({ keepAlive: true, maxSockets: input.concurrency });
 
-const post = (id: string, body: string) =>
+// BENCH_BARE_CLIENT=undici posts with undici's dispatcher, as the service does, instead of node:http.
+const undici = process.env.BENCH_BARE_CLIENT === 'undici' ? new UndiciAgent({ connections: input.concurrency }) : undefined;
+const { origin, pathname } = new URL(input.url);
+
+const postWithUndici = (id: string, body: string) =>
+  new Promise<void>((resolve, reject) => {
+    const at = new Date();
+    undici!.dispatch(
+      {
+        origin,
+        path: pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': signer.sign(id, at, body),
+        },
+        body,
+      },
+      {
+        onRequestStart: () => undefined,
+        onResponseStart: () => undefined,
+        onResponseData: () => undefined,
+        onResponseEnd: () => resolve(),
+        onResponseError: (_c, err) => reject(err),
+      },
+    );
+  });
+
+const postWithHttp = (id: string, body: string) =>
   new Promise<void>((resolve, reject) => {
     const at = new Date();
     const req = request(input.url, {
@@ -33,6 +64,8 @@ const post = (id: string, body: string) =>
     req.on('error', reject);
     req.end(body);
   });
+
+const post = undici ? postWithUndici : postWithHttp;
 
 async function pass(count: number, round: string) {
   const cpu = process.cpuUsage();
@@ -60,3 +93,4 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (round) process.stdout.write(`${JSON.stringify(await pass(input.bodies.length, round))}\n`);
 }
 agent.destroy();
+void undici?.destroy();

@@ -245,6 +245,7 @@ const results = {
   concurrency: CONCURRENCY,
   service_deliveries_per_s: Math.round(serviceRate),
   service_passes_per_s: drains.map((d) => Math.round(d.perS)),
+  bare_client: process.env.BENCH_BARE_CLIENT === 'undici' ? 'undici' : 'node:http',
   bare_sign_and_post_per_s: Math.round(bareRate),
   bare_passes_per_s: bareRuns.map((r) => Math.round(r.per_s)),
   ratio: Number(pairRatio.toFixed(2)),
@@ -268,6 +269,7 @@ console.log('\nWebhook delivery benchmark');
 console.table({
   'service (one instance), deliveries/s (median of 3)': results.service_deliveries_per_s,
   'service drains, deliveries/s': results.service_passes_per_s.join(', '),
+  'bare loop\'s HTTP client (BENCH_BARE_CLIENT=undici: the service\'s)': results.bare_client,
   'bare sign-and-post loop, requests/s (median of 3)': results.bare_sign_and_post_per_s,
   'bare loop passes, requests/s (each right after the drain above it)': results.bare_passes_per_s.join(', '),
   'ratio, median of the pairs (goal >= 0.7)': results.ratio,

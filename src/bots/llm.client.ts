@@ -36,7 +36,7 @@ export interface LlmClient {
 }
 
 /**
- * Posts through the same address filter as webhook deliveries (request-filtering-agent: no loopback,
+ * Posts under the same address rule as webhook deliveries, through request-filtering-agent (no loopback,
  * private, link-local or metadata address unless allowPrivate), never follows redirects, and gives up
  * after the bot's timeout, which covers the whole exchange.
  */

@@ -1,8 +1,8 @@
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { type LookupAddress, type LookupAllOptions, lookup as dnsLookup } from 'node:dns';
+import { type LookupFunction, isIP } from 'node:net';
 import { HMAC } from 'fast-sha256';
 import ipaddr from 'ipaddr.js';
-import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import type { Dispatcher } from 'undici';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 // Signing and posting, nothing else: what a delivery is and when it is retried is the dispatcher's.
@@ -68,7 +68,7 @@ export function signedHeaders(messageId: string, body: string, secrets: string[]
 /**
  * Why an address may not be reached, or undefined when it may: only public unicast addresses pass
  * (no loopback, private, link-local — where cloud metadata lives —, carrier-grade NAT, unspecified,
- * multicast or reserved; an IPv4 address mapped into IPv6 is judged as itself). The agents below apply
+ * multicast or reserved; an IPv4 address mapped into IPv6 is judged as itself). The transport below applies
  * the same rule to every address a name resolves to, at connect time.
  */
 export function addressRefusal(address: string): string | undefined {
@@ -92,12 +92,10 @@ export interface Transport {
 }
 
 interface Target {
-  secure: boolean;
-  protocol: string;
-  hostname: string;
-  port: string;
+  origin: string;
   path: string;
-  auth?: string;
+  /** From the URL's credentials: Basic, as browsers and node:http send them. */
+  authorization?: string;
 }
 
 /** The request options of a URL, or why it cannot be posted to. */
@@ -108,28 +106,81 @@ function parseTarget(url: string): Target | string {
   } catch {
     return 'the URL is not valid';
   }
-  const secure = parsed.protocol === 'https:';
-  if (!secure && parsed.protocol !== 'http:') return `the scheme ${parsed.protocol} is not allowed`;
-  // An IPv6 literal is bracketed in a URL, not in a hostname option.
-  const hostname = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  const auth = parsed.username || parsed.password ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}` : undefined;
-  return { secure, protocol: parsed.protocol, hostname, port: parsed.port, path: `${parsed.pathname}${parsed.search}`, ...(auth ? { auth } : {}) };
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `the scheme ${parsed.protocol} is not allowed`;
+  const credentials = parsed.username || parsed.password ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}` : undefined;
+  return {
+    origin: parsed.origin,
+    path: `${parsed.pathname}${parsed.search}`,
+    ...(credentials ? { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` } : {}),
+  };
 }
 
 /** What is read of a receiver's answer: its status matters, its body does not. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/** A connection the address filter refused: nothing was sent. */
+export class AddressRefused extends Error {}
+
+/** Every address of a name, as dns.lookup answers with `all: true`. */
+export type Resolver = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
 /**
- * Posts with node:http, which never follows redirects (a 3xx is a failure like any non-2xx), through
- * agents that refuse non-public addresses unless `allowPrivate`, and keep connections alive for the
- * next delivery to the same receiver. The timeout covers the whole exchange.
+ * A lookup for net.connect that fails when any address the name resolves to is not public: net.connect
+ * asks it before connecting, so a refused address is never contacted, and what is judged is what is
+ * connected to (no second resolution that an attacker's DNS could answer differently).
+ */
+export function filteringLookup(resolve: Resolver = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      for (const { address } of addresses) {
+        const refusal = addressRefusal(address);
+        if (refusal) return callback(new AddressRefused(`${hostname}: ${refusal}`), '', 0);
+      }
+      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+      if (options.all) (callback as unknown as (err: null, addresses: LookupAddress[]) => void)(null, addresses);
+      else callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}
+
+/**
+ * undici's connector behind the address filter: an IP literal is judged before connecting (net.connect
+ * looks nothing up for one), a name through filteringLookup.
+ */
+function filteringConnector(build: Undici['buildConnector'], timeoutMs: number): ReturnType<Undici['buildConnector']> {
+  const connect = build({ timeout: timeoutMs, allowH2: false, lookup: filteringLookup() });
+  return (options, callback) => {
+    const refusal = isIP(options.hostname) ? addressRefusal(options.hostname) : undefined;
+    if (refusal) return callback(new AddressRefused(refusal), null);
+    return connect(options, callback);
+  };
+}
+
+type Undici = typeof import('undici');
+/**
+ * Loaded at the first post, not at the start: the package loads its whole module graph (fetch, caches,
+ * mocks), and a start that delivers nothing yet needs none of it.
+ */
+let undici: Promise<Undici> | undefined;
+
+/**
+ * Posts with undici's dispatcher, which follows no redirect (a 3xx is a failure like any non-2xx), refuses
+ * non-public addresses unless `allowPrivate`, and keeps connections alive for the next delivery to the same
+ * receiver. The timeout covers the whole exchange. In bench:webhooks on PostgreSQL it took the service's
+ * CPU per delivery from 136-186 µs with node:http to 80-156 (median 95), and its drains from a median 0.71
+ * of the bare node:http loop to 1.00 (runs in turn).
  */
 export function createTransport(options: { allowPrivate: boolean; timeoutMs: number }): Transport {
-  const filter = { allowPrivateIPAddress: options.allowPrivate, allowMetaIPAddress: options.allowPrivate };
-  const agents = {
-    http: new RequestFilteringHttpAgent({ keepAlive: true, maxSockets: 64, ...filter }),
-    https: new RequestFilteringHttpsAgent({ keepAlive: true, maxSockets: 64, ...filter }),
-  };
+  let agent: Promise<Dispatcher> | undefined;
+  const agentOf = (): Promise<Dispatcher> =>
+    (agent ??= (undici ??= import('undici')).then(
+      (u) =>
+        new u.Agent({
+          connections: 64,
+          connect: options.allowPrivate ? { timeout: options.timeoutMs, allowH2: false } : filteringConnector(u.buildConnector, options.timeoutMs),
+        }),
+    ));
   // An endpoint's URL is parsed once, not per attempt: a backlog's drain spent 4% of its time there.
   const targets = new Map<string, Target | string>();
   const targetOf = (url: string): Target | string => {
@@ -141,61 +192,62 @@ export function createTransport(options: { allowPrivate: boolean; timeoutMs: num
     }
     return target;
   };
+  let closed = false;
   return {
-    post: (url, headers, body) =>
-      new Promise<PostOutcome>((resolve) => {
-        const target = targetOf(url);
-        if (typeof target === 'string') {
-          resolve({ statusCode: null, error: target });
-          return;
-        }
+    post: async (url, headers, body) => {
+      const target = targetOf(url);
+      if (typeof target === 'string') return { statusCode: null, error: target };
+      if (closed) return { statusCode: null, error: 'the transport is closed' };
+      const dispatcher = await agentOf();
+      return new Promise<PostOutcome>((resolve) => {
         let settled = false;
+        let controller: Dispatcher.DispatchController | undefined;
+        let statusCode: number | null = null;
+        let read = 0;
         const settle = (outcome: PostOutcome) => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
           resolve(outcome);
         };
-        const send = target.secure ? httpsRequest : httpRequest;
-        const req = send(
-          {
-            protocol: target.protocol,
-            hostname: target.hostname,
-            port: target.port,
-            path: target.path,
-            ...(target.auth ? { auth: target.auth } : {}),
-            method: 'POST',
-            agent: target.secure ? agents.https : agents.http,
-            headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-          },
-          (res) => {
-            const statusCode = res.statusCode ?? 0;
-            let read = 0;
-            res.on('data', (chunk: Buffer) => {
-              read += chunk.length;
-              if (read > MAX_RESPONSE_BYTES) res.destroy();
-            });
-            const done = () =>
-              settle(statusCode >= 200 && statusCode < 300 ? { statusCode, error: null } : { statusCode, error: `the receiver answered ${statusCode}` });
-            res.on('end', done);
-            res.on('close', done);
-            res.on('error', done);
-          },
-        );
+        const answered = () =>
+          settle(statusCode! >= 200 && statusCode! < 300 ? { statusCode, error: null } : { statusCode, error: `the receiver answered ${statusCode}` });
         // One plain timer for the whole exchange: AbortSignal.timeout's machinery was 4% of a backlog's drain.
         const timer = setTimeout(() => {
           settle({ statusCode: null, error: `no answer within ${options.timeoutMs} ms` });
-          req.destroy();
+          controller?.abort(new Error('timed out'));
         }, options.timeoutMs);
-        req.on('error', (err: Error & { code?: string }) => {
-          const error = /is not allowed/.test(err.message) ? `refused: ${err.message}` : `${err.code ?? 'error'}: ${err.message}`;
-          settle({ statusCode: null, error });
-        });
-        req.end(body);
-      }),
+        try {
+          dispatcher.dispatch(
+            { origin: target.origin, path: target.path, method: 'POST', headers: target.authorization ? { ...headers, authorization: target.authorization } : headers, body },
+            {
+              onRequestStart: (c) => {
+                controller = c;
+                if (settled) c.abort(new Error('timed out'));
+              },
+              onResponseStart: (_c, status) => {
+                statusCode = status;
+              },
+              onResponseData: (c, chunk) => {
+                read += chunk.length;
+                if (read > MAX_RESPONSE_BYTES) c.abort(new Error('the answer is too long'));
+              },
+              onResponseEnd: answered,
+              onResponseError: (_c, err: Error & { code?: string }) => {
+                // Cut short past MAX_RESPONSE_BYTES, or closed mid-body: the status is what counts.
+                if (statusCode !== null) return answered();
+                settle({ statusCode: null, error: err instanceof AddressRefused ? `refused: ${err.message}` : `${err.code ?? 'error'}: ${err.message}` });
+              },
+            },
+          );
+        } catch (err) {
+          settle({ statusCode: null, error: `error: ${(err as Error).message}` });
+        }
+      });
+    },
     close: () => {
-      agents.http.destroy();
-      agents.https.destroy();
+      closed = true;
+      void agent?.then((a) => a.destroy()).catch(() => undefined);
     },
   };
 }
