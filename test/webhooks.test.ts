@@ -439,6 +439,7 @@ describe('webhooks', () => {
       const server = createServer((req, res) => {
         seen.push({ url: req.url, authorization: req.headers.authorization });
         if (req.url?.startsWith('/silent')) return; // never answers
+        if (req.url === '/hints') return res.writeEarlyHints({ link: '</style.css>; rel=preload' }, () => res.socket?.destroy());
         res.writeHead(204).end();
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -454,6 +455,14 @@ describe('webhooks', () => {
         expect(await transport.post(`http://${base}/silent`, {}, '{}')).to.deep.equal({ statusCode: null, error: 'no answer within 300 ms' });
         expect(await transport.post('ftp://example.com/x', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the scheme ftp: is not allowed' });
         expect(await transport.post('not a url', {}, '{}')).to.deep.equal({ statusCode: null, error: 'the URL is not valid' });
+        // The URL parser accepts an escape that decodes to nothing.
+        expect(await transport.post(`http://a%zz:b@${base}/hooks/in`, {}, '{}')).to.deep.equal({ statusCode: null, error: 'the URL is not valid' });
+        // A header undici refuses (a line break in its value) is a failed attempt, not a thrown error.
+        expect(await transport.post(`http://${base}/hooks/in`, { 'x-bad': 'a\r\nb' }, '{}')).to.include({ statusCode: null });
+        // 103 Early Hints and then a closed connection: no answer, not a 103.
+        const hinted = await transport.post(`http://${base}/hints`, {}, '{}');
+        expect(hinted.statusCode).to.equal(null);
+        expect(hinted.error).to.be.a('string').and.not.match(/answered/);
       } finally {
         transport.close();
         server.closeAllConnections();

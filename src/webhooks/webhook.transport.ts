@@ -107,7 +107,13 @@ function parseTarget(url: string): Target | string {
     return 'the URL is not valid';
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `the scheme ${parsed.protocol} is not allowed`;
-  const credentials = parsed.username || parsed.password ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}` : undefined;
+  let credentials: string | undefined;
+  try {
+    if (parsed.username || parsed.password) credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  } catch {
+    // The URL parser keeps an escape like %zz as it is; it decodes to nothing.
+    return 'the URL is not valid';
+  }
   return {
     origin: parsed.origin,
     path: `${parsed.pathname}${parsed.search}`,
@@ -178,6 +184,9 @@ export function createTransport(options: { allowPrivate: boolean; timeoutMs: num
       (u) =>
         new u.Agent({
           connections: 64,
+          // Said to the pool too: behind a connector function it cannot see it, and it would open an https
+          // origin's first connection alone until one proved to be HTTP/1.1.
+          allowH2: false,
           connect: options.allowPrivate ? { timeout: options.timeoutMs, allowH2: false } : filteringConnector(u.buildConnector, options.timeoutMs),
         }),
     ));
@@ -198,7 +207,15 @@ export function createTransport(options: { allowPrivate: boolean; timeoutMs: num
       const target = targetOf(url);
       if (typeof target === 'string') return { statusCode: null, error: target };
       if (closed) return { statusCode: null, error: 'the transport is closed' };
-      const dispatcher = await agentOf();
+      let dispatcher: Dispatcher;
+      try {
+        dispatcher = await agentOf();
+      } catch (err) {
+        // Not kept: the next post tries again.
+        agent = undefined;
+        undici = undefined;
+        return { statusCode: null, error: `error: ${(err as Error).message}` };
+      }
       return new Promise<PostOutcome>((resolve) => {
         let settled = false;
         let controller: Dispatcher.DispatchController | undefined;
@@ -217,32 +234,31 @@ export function createTransport(options: { allowPrivate: boolean; timeoutMs: num
           settle({ statusCode: null, error: `no answer within ${options.timeoutMs} ms` });
           controller?.abort(new Error('timed out'));
         }, options.timeoutMs);
-        try {
-          dispatcher.dispatch(
-            { origin: target.origin, path: target.path, method: 'POST', headers: target.authorization ? { ...headers, authorization: target.authorization } : headers, body },
-            {
-              onRequestStart: (c) => {
-                controller = c;
-                if (settled) c.abort(new Error('timed out'));
-              },
-              onResponseStart: (_c, status) => {
-                statusCode = status;
-              },
-              onResponseData: (c, chunk) => {
-                read += chunk.length;
-                if (read > MAX_RESPONSE_BYTES) c.abort(new Error('the answer is too long'));
-              },
-              onResponseEnd: answered,
-              onResponseError: (_c, err: Error & { code?: string }) => {
-                // Cut short past MAX_RESPONSE_BYTES, or closed mid-body: the status is what counts.
-                if (statusCode !== null) return answered();
-                settle({ statusCode: null, error: err instanceof AddressRefused ? `refused: ${err.message}` : `${err.code ?? 'error'}: ${err.message}` });
-              },
+        // Never throws for an object handler: a header it refuses, or a closed agent, ends in onResponseError.
+        dispatcher.dispatch(
+          { origin: target.origin, path: target.path, method: 'POST', headers: target.authorization ? { ...headers, authorization: target.authorization } : headers, body },
+          {
+            onRequestStart: (c) => {
+              controller = c;
+              // Timed out while queued or connecting: nothing is sent (the abort costs the socket it got).
+              if (settled) c.abort(new Error('timed out'));
             },
-          );
-        } catch (err) {
-          settle({ statusCode: null, error: `error: ${(err as Error).message}` });
-        }
+            onResponseStart: (_c, status) => {
+              // 1xx (103 Early Hints) come before the answer: a connection closed after one was not answered.
+              if (status >= 200) statusCode = status;
+            },
+            onResponseData: (c, chunk) => {
+              read += chunk.length;
+              if (read > MAX_RESPONSE_BYTES) c.abort(new Error('the answer is too long'));
+            },
+            onResponseEnd: answered,
+            onResponseError: (_c, err: Error & { code?: string }) => {
+              // Cut short past MAX_RESPONSE_BYTES, or closed mid-body: the status is what counts.
+              if (statusCode !== null) return answered();
+              settle({ statusCode: null, error: err instanceof AddressRefused ? `refused: ${err.message}` : `${err.code ?? 'error'}: ${err.message}` });
+            },
+          },
+        );
       });
     },
     close: () => {
