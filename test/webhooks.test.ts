@@ -1,5 +1,11 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect, createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Express } from 'express';
@@ -499,6 +505,54 @@ describe('webhooks', () => {
         transport.close();
         server.closeAllConnections();
         server.close();
+      }
+    });
+
+    it('posts over TLS to a receiver whose certificate a trusted authority signed, and refuses one no authority signed', async function () {
+      this.timeout(30_000);
+      const dir = await mkdtemp(join(tmpdir(), 'chat-hook-tls-'));
+      execFileSync('openssl', [
+        'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+      ], { stdio: 'ignore' });
+      const seen: { path: string | undefined; alpn: string | false | null; signature: string | undefined }[] = [];
+      // The receiver would take HTTP/2 too: the transport asks for HTTP/1.1 only.
+      const tlsOptions = { key: await readFile(join(dir, 'key.pem')), cert: await readFile(join(dir, 'cert.pem')), ALPNProtocols: ['h2', 'http/1.1'] };
+      const server = createHttpsServer(tlsOptions, (req, res) => {
+        seen.push({ path: req.url, alpn: (req.socket as TLSSocket).alpnProtocol, signature: req.headers['webhook-signature'] as string | undefined });
+        req.resume();
+        req.on('end', () => res.writeHead(204).end());
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const url = `https://127.0.0.1:${(server.address() as { port: number }).port}/hooks/in`;
+      try {
+        // This process does not trust the certificate: the attempt fails before any request is sent.
+        const transport = createTransport({ allowPrivate: true, timeoutMs: 5000 });
+        const refused = await transport.post(url, {}, '{}');
+        transport.close();
+        expect(refused.statusCode).to.equal(null);
+        expect(refused.error).to.match(/self[- ]signed|certificate/i);
+        expect(seen).to.deep.equal([]);
+        // A process that trusts it (NODE_EXTRA_CA_CERTS, read at its start) delivers.
+        const script = `
+          import { createTransport, signedHeaders } from ${JSON.stringify(new URL('../src/webhooks/webhook.transport.ts', import.meta.url).href)};
+          const transport = createTransport({ allowPrivate: true, timeoutMs: 5000 });
+          const outcome = await transport.post(${JSON.stringify(url)}, signedHeaders('evt_1', '{}', ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']), '{}');
+          transport.close();
+          process.stdout.write(JSON.stringify(outcome));`;
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') } });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk));
+        child.stderr.resume();
+        await new Promise((resolve) => child.on('close', resolve));
+        expect(JSON.parse(out)).to.deep.equal({ statusCode: 204, error: null });
+        expect(seen).to.have.length(1);
+        expect(seen[0]).to.include({ path: '/hooks/in', alpn: 'http/1.1' });
+        expect(seen[0]!.signature).to.match(/^v1,/);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+        await rm(dir, { recursive: true, force: true });
       }
     });
 
