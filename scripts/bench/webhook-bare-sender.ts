@@ -18,22 +18,21 @@ const agent = new Agent({ keepAlive: true, maxSockets: input.concurrency });
 const undici = process.env.BENCH_BARE_CLIENT === 'undici' ? new UndiciAgent({ connections: input.concurrency }) : undefined;
 const { origin, pathname } = new URL(input.url);
 
+/** The Standard Webhooks headers of one post, signed now. */
+const headersOf = (id: string, body: string) => {
+  const at = new Date();
+  return {
+    'content-type': 'application/json',
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': signer.sign(id, at, body),
+  };
+};
+
 const postWithUndici = (id: string, body: string) =>
   new Promise<void>((resolve, reject) => {
-    const at = new Date();
     undici!.dispatch(
-      {
-        origin,
-        path: pathname,
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': id,
-          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-          'webhook-signature': signer.sign(id, at, body),
-        },
-        body,
-      },
+      { origin, path: pathname, method: 'POST', headers: headersOf(id, body), body },
       {
         onRequestStart: () => undefined,
         onResponseStart: () => undefined,
@@ -46,17 +45,10 @@ const postWithUndici = (id: string, body: string) =>
 
 const postWithHttp = (id: string, body: string) =>
   new Promise<void>((resolve, reject) => {
-    const at = new Date();
     const req = request(input.url, {
       method: 'POST',
       agent,
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': id,
-        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-        'webhook-signature': signer.sign(id, at, body),
-        'content-length': Buffer.byteLength(body),
-      },
+      headers: { ...headersOf(id, body), 'content-length': Buffer.byteLength(body) },
     }, (res) => {
       res.resume();
       res.on('end', () => resolve());

@@ -179,6 +179,8 @@ let undici: Promise<Undici> | undefined;
  */
 export function createTransport(options: { allowPrivate: boolean; timeoutMs: number }): Transport {
   let agent: Promise<Dispatcher> | undefined;
+  /** The agent once made: posts after the first do not wait on its promise. */
+  let ready: Dispatcher | undefined;
   const agentOf = (): Promise<Dispatcher> =>
     (agent ??= (undici ??= import('undici')).then(
       (u) =>
@@ -207,14 +209,16 @@ export function createTransport(options: { allowPrivate: boolean; timeoutMs: num
       const target = targetOf(url);
       if (typeof target === 'string') return { statusCode: null, error: target };
       if (closed) return { statusCode: null, error: 'the transport is closed' };
-      let dispatcher: Dispatcher;
-      try {
-        dispatcher = await agentOf();
-      } catch (err) {
-        // Not kept: the next post tries again.
-        agent = undefined;
-        undici = undefined;
-        return { statusCode: null, error: `error: ${(err as Error).message}` };
+      let dispatcher = ready;
+      if (!dispatcher) {
+        try {
+          dispatcher = ready = await agentOf();
+        } catch (err) {
+          // Not kept: the next post tries again.
+          agent = undefined;
+          undici = undefined;
+          return { statusCode: null, error: `error: ${(err as Error).message}` };
+        }
       }
       return new Promise<PostOutcome>((resolve) => {
         let settled = false;
