@@ -1,6 +1,7 @@
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { type Resolver, addressRefusal, filteringLookup } from '../webhooks/webhook.transport.ts';
 
 // The built-in `llm` bot's call: one OpenAI-compatible chat completion. Any failure is an answer too
 // (the bot hands off), so this never throws.
@@ -36,13 +37,15 @@ export interface LlmClient {
 }
 
 /**
- * Posts under the same address rule as webhook deliveries, through request-filtering-agent (no loopback,
- * private, link-local or metadata address unless allowPrivate), never follows redirects, and gives up
- * after the bot's timeout, which covers the whole exchange.
+ * Posts under the webhook deliveries' address rule and filter (no loopback, private, link-local or
+ * metadata address, nor an IPv6 address carrying one, unless allowPrivate): an address in the URL is judged
+ * before the request, a name by the agents' lookup before connecting. Never follows redirects, and gives
+ * up after the bot's timeout, which covers the whole exchange.
  */
-export function createLlmClient(options: { allowPrivate: boolean }): LlmClient {
-  const filter = { allowPrivateIPAddress: options.allowPrivate, allowMetaIPAddress: options.allowPrivate };
-  const agents = { http: new RequestFilteringHttpAgent({ keepAlive: true, ...filter }), https: new RequestFilteringHttpsAgent({ keepAlive: true, ...filter }) };
+export function createLlmClient(options: { allowPrivate: boolean; resolve?: Resolver }): LlmClient {
+  // request-filtering-agent, used before, judged an IPv4-compatible [::127.0.0.1] public.
+  const lookup = options.allowPrivate ? {} : { lookup: filteringLookup(options.resolve) };
+  const agents = { http: new HttpAgent({ keepAlive: true, ...lookup }), https: new HttpsAgent({ keepAlive: true, ...lookup }) };
   return {
     complete: (settings, messages) =>
       new Promise<LlmOutcome>((resolve) => {
@@ -51,6 +54,12 @@ export function createLlmClient(options: { allowPrivate: boolean }): LlmClient {
           target = new URL(`${settings.base_url.replace(/\/+$/, '')}/chat/completions`);
         } catch {
           resolve({ kind: 'handoff', reason: 'the base URL is not valid' });
+          return;
+        }
+        const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+        const refusal = options.allowPrivate || !isIP(host) ? undefined : addressRefusal(host);
+        if (refusal) {
+          resolve({ kind: 'handoff', reason: `the base URL is not allowed: ${refusal}` });
           return;
         }
         const secure = target.protocol === 'https:';

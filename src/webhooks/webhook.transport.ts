@@ -65,17 +65,59 @@ export function signedHeaders(messageId: string, body: string, secrets: string[]
   };
 }
 
+/** The IPv6 forms that carry an IPv4 address, by ipaddr.js's name for their range. */
+const CARRIERS = new Set(['ipv4Mapped', 'rfc6145', 'rfc6052', '6to4', 'teredo']);
+
+const ipv4Of = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+
+/**
+ * The IPv4 addresses an IPv6 address carries, where a host or a relay would take them out and connect
+ * there: IPv4-compatible ::/96 (deprecated, still parsed), mapped ::ffff:0:0/96, translated ::ffff:0:0:0/96,
+ * NAT64's 64:ff9b::/96, 6to4's 2002::/16 (bits 16-47) and Teredo's 2001::/32 (its server in bits 32-63,
+ * its client in the last 32 bits, inverted). Undefined for an address that carries none, and for NAT64's
+ * local-use 64:ff9b:1::/48, whose IPv4 address may sit anywhere and whose translator is local anyway.
+ */
+function carriedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
+  const p = address.parts;
+  switch (address.range()) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+      return [ipv4Of(p[6]!, p[7]!)];
+    case 'rfc6052':
+      return p[2] === 0 ? [ipv4Of(p[6]!, p[7]!)] : undefined;
+    case '6to4':
+      return [ipv4Of(p[1]!, p[2]!)];
+    case 'teredo':
+      return [ipv4Of(p[2]!, p[3]!), ipv4Of(p[6]! ^ 0xffff, p[7]! ^ 0xffff)];
+    default:
+      // ::/96 less :: and ::1, which ipaddr.js names (unspecified, loopback) and which are refused as such.
+      return p.slice(0, 6).every((part) => part === 0) && address.range() === 'unicast' ? [ipv4Of(p[6]!, p[7]!)] : undefined;
+  }
+}
+
 /**
  * Why an address may not be reached, or undefined when it may: only public unicast addresses pass
  * (no loopback, private, link-local — where cloud metadata lives —, carrier-grade NAT, unspecified,
- * multicast or reserved; an IPv4 address mapped into IPv6 is judged as itself). The transport below applies
- * the same rule to every address a name resolves to, at connect time.
+ * multicast or reserved). An IPv6 address that carries an IPv4 address (see carriedIPv4) is judged by what
+ * it carries, every one of them for Teredo: a NAT64 address of a public host passes (an IPv6-only host
+ * behind DNS64 sees only those), `[::127.0.0.1]` or a 6to4 address of 169.254.169.254 does not. The
+ * transport below applies the same rule to every address a name resolves to, at connect time.
  */
 export function addressRefusal(address: string): string | undefined {
   if (!ipaddr.isValid(address)) return undefined;
-  let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  const parsed = ipaddr.parse(address);
   const range = parsed.range();
+  if (parsed.kind() === 'ipv6') {
+    const carried = carriedIPv4(parsed as ipaddr.IPv6);
+    if (carried) {
+      for (const ipv4 of carried) {
+        const inner = ipv4.range();
+        if (inner !== 'unicast') return `the address ${address} carries ${ipv4.toString()}, which is ${inner}, not public`;
+      }
+      return undefined;
+    }
+    if (CARRIERS.has(range)) return `the address ${address} is ${range}, not public`;
+  }
   return range === 'unicast' ? undefined : `the address ${address} is ${range}, not public`;
 }
 
@@ -154,8 +196,8 @@ export function filteringLookup(resolve: Resolver = dnsLookup): LookupFunction {
  * undici's connector behind the address filter: an IP literal is judged before connecting (net.connect
  * looks nothing up for one), a name through filteringLookup.
  */
-function filteringConnector(build: Undici['buildConnector'], timeoutMs: number): ReturnType<Undici['buildConnector']> {
-  const connect = build({ timeout: timeoutMs, allowH2: false, lookup: filteringLookup() });
+function filteringConnector(build: Undici['buildConnector'], timeoutMs: number, resolve?: Resolver): ReturnType<Undici['buildConnector']> {
+  const connect = build({ timeout: timeoutMs, allowH2: false, lookup: filteringLookup(resolve) });
   return (options, callback) => {
     const refusal = isIP(options.hostname) ? addressRefusal(options.hostname) : undefined;
     if (refusal) return callback(new AddressRefused(refusal), null);
@@ -177,7 +219,12 @@ let undici: Promise<Undici> | undefined;
  * CPU per delivery from 136-186 µs with node:http to 80-156 (median 95), and its drains from a median 0.71
  * of the bare node:http loop to 1.00 (runs in turn).
  */
-export function createTransport(options: { allowPrivate: boolean; timeoutMs: number }): Transport {
+export function createTransport(options: {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** How names are resolved: dns.lookup, or what a test says a name resolves to. */
+  resolve?: Resolver;
+}): Transport {
   let agent: Promise<Dispatcher> | undefined;
   /** The agent once made: posts after the first do not wait on its promise. */
   let ready: Dispatcher | undefined;
@@ -189,7 +236,7 @@ export function createTransport(options: { allowPrivate: boolean; timeoutMs: num
           // Said to the pool too: behind a connector function it cannot see it, and it would open an https
           // origin's first connection alone until one proved to be HTTP/1.1.
           allowH2: false,
-          connect: options.allowPrivate ? { timeout: options.timeoutMs, allowH2: false } : filteringConnector(u.buildConnector, options.timeoutMs),
+          connect: options.allowPrivate ? { timeout: options.timeoutMs, allowH2: false } : filteringConnector(u.buildConnector, options.timeoutMs, options.resolve),
         }),
     ));
   // An endpoint's URL is parsed once, not per attempt: a backlog's drain spent 4% of its time there.
