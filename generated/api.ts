@@ -736,7 +736,8 @@ export interface paths {
          *     of `department_id`, else of the bot's `handoff_department_id`, else of the whole team, picked
          *     online first, then away, then offline, then by fewest open conversations. A member who hands off
          *     without a department takes the conversation. The note is kept as an internal note; the visitor sees
-         *     a short notice; emits conversation.handed_off. A closed conversation is 409
+         *     a short notice; emits conversation.handed_off. A bot does not read the note back (it reads no
+         *     internal note). A closed conversation is 409
          *     ERR_CONVERSATION_CLOSED; one no bot holds is 409 ERR_CONFLICT; a bot acting on a conversation it
          *     was never given is 404, on one it no longer holds 403.
          */
@@ -1037,7 +1038,8 @@ export interface paths {
          *     same body answers the first answer instead of sending again; the same key with another body is
          *     409 ERR_IDEMPOTENCY_MISMATCH. `attachments` names uploaded files (`POST /v1/files`) of this tenant
          *     that are not attached yet or already in this conversation: an unknown file, or another tenant's, is
-         *     404; a file of another conversation is 422 ERR_INVALID_ATTACHMENT. Emits message.created.
+         *     404; a file of another conversation is 422 ERR_INVALID_ATTACHMENT. Emits message.created. A bot's
+         *     key writes what the visitor sees: `internal: true` under it is 403 ERR_FORBIDDEN.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -1058,7 +1060,8 @@ export interface paths {
         };
         /**
          * A conversation's messages
-         * @description Newest first; `next_cursor` goes back in time.
+         * @description Newest first; `next_cursor` goes back in time. A bot's key reads what the visitor sees: no internal
+         *     note (its own handoff note included), before or after handoff, and `total` counts only those.
          */
         get: operations["listMessages"];
         put?: never;

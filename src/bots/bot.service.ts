@@ -54,6 +54,14 @@ export function checkBotAccess(conversation: { bot_id: string | null; bot_state:
   if (acting && conversation.bot_state !== 'active') throw forbidden('The bot no longer holds this conversation: it was handed off');
 }
 
+/** A bot's own key: a third party, which sees what the visitor sees (no internal notes) and writes as they do. */
+export const isBotKey = (principal: Principal): boolean => principal.kind === 'api_key' && principal.botId !== undefined;
+
+/** An internal note is the team's: a bot may not write one (its handoff note is the one it leaves them). */
+export function checkBotNote(principal: Principal, internal: boolean | undefined): void {
+  if (internal && isBotKey(principal)) throw forbidden("A bot's key cannot write internal notes: a bot writes what the visitor sees");
+}
+
 const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
 
 /** For other features, in their transactions: the bot, if it is this tenant's. */

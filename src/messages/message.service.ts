@@ -13,7 +13,7 @@ import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { keysetPageOf } from '../shared/pagination.ts';
 import * as repo from './message.repository.ts';
-import { botInTransaction, checkBotAccess } from '../bots/bot.service.ts';
+import { botInTransaction, checkBotAccess, checkBotNote, isBotKey } from '../bots/bot.service.ts';
 
 type S = components['schemas'];
 
@@ -136,6 +136,7 @@ export class MessageService {
   }
 
   async send(principal: Principal, input: S['MessageCreate'], idempotencyKey?: string): Promise<SendResult> {
+    checkBotNote(principal, input.internal);
     const callerId = callerIdOf(principal);
     const keyRow = idempotencyKey ? { tenant_id: principal.tenantId, caller_id: callerId, key: idempotencyKey } : undefined;
     return inTenantTransaction(this.#database, this.#bus, principal.tenantId, async (trx, emit) => {
@@ -184,7 +185,7 @@ export class MessageService {
       const conversation = await conversationRepo.findConversation(trx, conversationId, callerIdOf(principal));
       if (!conversation) throw notFound('Conversation');
       checkBotAccess(conversation, principal, false);
-      const { rows, hasMore, total } = await repo.listMessages(trx, conversationId, { limit: page.limit, ...(before ? { before } : {}) });
+      const { rows, hasMore, total } = await repo.listMessages(trx, conversationId, { limit: page.limit, ...(before ? { before } : {}) }, { publicOnly: isBotKey(principal) });
       const files = await attachmentsOf(trx, rows);
       return {
         data: rows.map((row) => toMessageDto(row, files)),

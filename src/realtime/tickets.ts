@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type RedisLink, redisUnavailable } from '../redis/link.ts';
+import type { RedisClientType } from 'redis';
 
 export const TICKET_TTL_MS = 30_000;
 
@@ -42,32 +42,24 @@ export class MemoryTicketStore implements TicketStore {
   }
 }
 
-/**
- * Tickets in Redis, so a ticket issued by one instance opens a socket on another. Without Redis no ticket
- * can be issued or used (one kept in memory would fail on whichever instance the socket reaches): both
- * answer 503 with Retry-After, and a client that holds a token may open its socket with the token instead.
- */
+/** Tickets in Redis, so a ticket issued by one instance opens a socket on another. */
 export class RedisTicketStore implements TicketStore {
-  readonly #link: RedisLink;
+  readonly #redis: RedisClientType;
   readonly #ttlMs: number;
 
-  constructor(link: RedisLink, ttlMs = TICKET_TTL_MS) {
-    this.#link = link;
+  constructor(redis: RedisClientType, ttlMs = TICKET_TTL_MS) {
+    this.#redis = redis;
     this.#ttlMs = ttlMs;
   }
 
   async issue(data: TicketData) {
     const ticket = newTicket();
-    await this.#link.run((redis) => redis.set(`chat:ws-ticket:${ticket}`, JSON.stringify(data), { PX: this.#ttlMs })).catch((err: unknown) => {
-      throw redisUnavailable(err);
-    });
+    await this.#redis.set(`chat:ws-ticket:${ticket}`, JSON.stringify(data), { PX: this.#ttlMs });
     return { ticket, expiresAt: new Date(Date.now() + this.#ttlMs) };
   }
 
   async consume(ticket: string) {
-    const raw = await this.#link.run((redis) => redis.getDel(`chat:ws-ticket:${ticket}`)).catch((err: unknown) => {
-      throw redisUnavailable(err);
-    });
+    const raw = await this.#redis.getDel(`chat:ws-ticket:${ticket}`);
     return raw ? (JSON.parse(raw) as TicketData) : undefined;
   }
 }
