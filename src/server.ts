@@ -20,12 +20,13 @@ import { Scheduler } from './jobs/scheduler.ts';
 import { orphanFileJob, retentionJobs } from './retention/retention.jobs.ts';
 import { fileSigningKey } from './files/file.service.ts';
 import { storageFromConfig } from './files/storage.ts';
-import { redisStoreFactory } from './http/rate-limit.ts';
+import { resilientStoreFactory } from './http/rate-limit.ts';
+import { openRedis } from './redis/link.ts';
 import { createMailer } from './mail/mailer.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { resolveJwtSecret } from './shared/secrets.ts';
 import { WebhookDispatcher } from './webhooks/webhook.dispatcher.ts';
-import { RedisDispatchWakeups } from './webhooks/webhook.wakeups.ts';
+import { RedisFeedWakeups } from './events/wakeups.ts';
 import { BotRunner } from './bots/bot.runner.ts';
 import { WorkflowRunner, idleJob } from './workflows/workflow.runner.ts';
 import { TenantInterest } from './events/tenant-interest.ts';
@@ -46,6 +47,19 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+const errorLogger = (logger: pino.Logger, message: string) => {
+  // A Redis outage reports the same error at every reconnection attempt: said once every ten seconds.
+  let last = '';
+  let at = 0;
+  return (err: unknown) => {
+    const text = err instanceof Error ? err.message : String(err);
+    if (text === last && Date.now() - at < 10_000) return;
+    last = text;
+    at = Date.now();
+    logger.error({ err }, message);
+  };
+};
+
 export async function startService(config: Config): Promise<RunningService> {
   const logger = pino({ level: config.logLevel });
   const database = await openDatabase({
@@ -65,25 +79,18 @@ export async function startService(config: Config): Promise<RunningService> {
   const storage = storageFromConfig(config);
   const passwords = new PasswordHasher(config.bcryptCost, config.passwordThreads);
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, dataDir: config.dataDir, logger });
-  // Imported only when configured: the embedded default need not load the client on every start.
-  const redis = config.redisUrl ? (await import('redis')).createClient({ url: config.redisUrl }) : undefined;
-  if (redis) {
-    redis.on('error', (err) => logger.error({ err }, 'redis error'));
-    await redis.connect();
-  }
-  // With Redis, every instance shares presence, tickets, rate limits and event notifications.
-  const redisClient = redis as import('redis').RedisClientType | undefined;
+  // With Redis, every instance shares presence, tickets, rate limits and event notifications; while it is
+  // away each instance goes on with its own (src/redis/link.ts), and nothing waits on it past its budget.
+  const redis = config.redisUrl
+    ? await openRedis(config.redisUrl, { timeoutMs: config.redisTimeoutMs, onError: errorLogger(logger, 'redis error') })
+    : undefined;
+  const onSubscriberError = errorLogger(logger, 'redis subscriber error');
   const bus = new EventBus();
   const metrics = new Metrics({ processMetrics: true, queueCacheMs: config.metricsQueueCacheMs });
-  const presence = redisClient ? new RedisPresenceTracker(redisClient) : new MemoryPresenceTracker();
-  const tickets = redisClient ? new RedisTicketStore(redisClient) : new MemoryTicketStore();
-  const fanout = redisClient
-    ? await RedisFanout.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error'))
-    : new LocalFanout();
-  const sessions = new SessionCache(
-    redisClient ? await RedisSessionChanges.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : new LocalSessionChanges(),
-    config.sessionCacheMs,
-  );
+  const presence = redis ? new RedisPresenceTracker(redis) : new MemoryPresenceTracker();
+  const tickets = redis ? new RedisTicketStore(redis) : new MemoryTicketStore();
+  const fanout = redis ? await RedisFanout.create(redis, { pollMs: config.redisDownPollMs, onError: onSubscriberError }) : new LocalFanout();
+  const sessions = new SessionCache(redis ? await RedisSessionChanges.create(redis, onSubscriberError) : new LocalSessionChanges(), config.sessionCacheMs);
   const { app, services } = buildApp({
     config,
     logger,
@@ -99,7 +106,7 @@ export async function startService(config: Config): Promise<RunningService> {
     files: { storage, signingKey: fileSigningKey(jwtSecret) },
     secrets,
     metrics,
-    ...(redis ? { rateLimitStore: redisStoreFactory((...args: string[]) => redis.sendCommand(args)) } : {}),
+    ...(redis ? { rateLimitStore: resilientStoreFactory((...args: string[]) => redis.run((client) => client.sendCommand(args))), redis } : {}),
   });
 
   const server = config.tls
@@ -149,7 +156,7 @@ export async function startService(config: Config): Promise<RunningService> {
     ],
   });
   scheduler.start();
-  const wakeups = redisClient ? await RedisDispatchWakeups.create(redisClient, (err) => logger.error({ err }, 'redis subscriber error')) : undefined;
+  const wakeups = redis ? await RedisFeedWakeups.create(redis, onSubscriberError) : undefined;
   // Each reader of the feed is woken only by commits of tenants it has work for (src/events/tenant-interest.ts).
   const interestIn = (load: (trx: Tx) => Promise<string[]>) =>
     new TenantInterest(() => database.asSystem(load), { onError: (err) => logger.warn({ err }, 'could not read which tenants the feed readers serve') });
@@ -191,6 +198,10 @@ export async function startService(config: Config): Promise<RunningService> {
     interest: interest.workflows,
   });
   workflows.start();
+  // Webhooks relay every commit to the other instances and hear theirs (WebhookDispatcher.start); bots and
+  // workflows hear the same news.
+  wakeups?.subscribe(() => bots.wake());
+  wakeups?.subscribe(() => workflows.wake());
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -220,7 +231,7 @@ export async function startService(config: Config): Promise<RunningService> {
       clearTimeout(deadline);
       await passwords.close();
       await mailer.close();
-      if (redis) await redis.quit();
+      if (redis) await redis.client.quit().catch(() => undefined);
       await database.close();
       await tracing?.stopTracing();
       logger.info('stopped');

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { createClient, type RedisClientType } from 'redis';
 import { type ConnectionStatus, MemoryPresenceTracker, RedisPresenceTracker } from '../src/realtime/presence-tracker.ts';
+import { RedisLink } from '../src/redis/link.ts';
 
 // The Redis tracker is what several instances share; the in-memory one is what a single instance keeps.
 // Two Redis trackers (two instances) driven by the same steps must answer what one in-memory tracker
@@ -10,11 +11,13 @@ import { type ConnectionStatus, MemoryPresenceTracker, RedisPresenceTracker } fr
 describe('presence tracker on Redis', function () {
   this.timeout(60_000);
   let redis: RedisClientType;
+  let link: RedisLink;
 
   before(async function () {
     if (!process.env.REDIS_URL) this.skip();
     redis = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
     await redis.connect();
+    link = new RedisLink(redis, { timeoutMs: 5_000 });
   });
   after(async () => {
     await redis?.quit();
@@ -41,7 +44,7 @@ describe('presence tracker on Redis', function () {
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
         const tenantId = `tn_${randomUUID()}`;
         const subjects = ['usr_a', 'usr_b', 'vis_c'];
-        const instances = [new RedisPresenceTracker(redis), new RedisPresenceTracker(redis)];
+        const instances = [new RedisPresenceTracker(link), new RedisPresenceTracker(link)];
         const model = new MemoryPresenceTracker();
         // What each instance holds, as its gateway would: the subject and status of each open connection.
         const open = instances.map(() => new Map<string, { subject: string; status: ConnectionStatus }>());
@@ -72,7 +75,7 @@ describe('presence tracker on Redis', function () {
 
   it("an instance that died stops counting once its connections' time is up, and they leave the set", async () => {
     const tenantId = `tn_${randomUUID()}`;
-    const alive = new RedisPresenceTracker(redis);
+    const alive = new RedisPresenceTracker(link);
     // What an instance that died left: a connection whose time ran out a second ago.
     await redis.zAdd(`chat:presence:${tenantId}:usr_a:online`, { score: Date.now() - 1000, value: 'dead-instance:c1' });
     expect(await alive.presenceOf(tenantId, ['usr_a'])).to.deep.equal(new Map([['usr_a', 'offline']]));
@@ -84,7 +87,7 @@ describe('presence tracker on Redis', function () {
 
   it('a heartbeat of many connections refreshes them all and drops what died in the sets it keeps', async () => {
     const tenantId = `tn_${randomUUID()}`;
-    const alive = new RedisPresenceTracker(redis);
+    const alive = new RedisPresenceTracker(link);
     await redis.zAdd(`chat:presence:${tenantId}:usr_a:away`, { score: Date.now() - 1000, value: 'dead-instance:gone' });
     const entries = Array.from({ length: 2500 }, (_, i) => ({ tenantId, subject: `usr_${i % 3 === 0 ? 'a' : i}`, connectionId: `c${i}`, status: 'away' as const }));
     await alive.refresh(entries);
@@ -101,7 +104,7 @@ describe('presence tracker on Redis', function () {
 
   it("a socket that closes or changes status during a heartbeat's refresh is not put back as it was", async () => {
     const tenantId = `tn_${randomUUID()}`;
-    const tracker = new RedisPresenceTracker(redis);
+    const tracker = new RedisPresenceTracker(link);
     // Three batches of a thousand; the two connections that change are in the last one.
     const entries = Array.from({ length: 2500 }, (_, i) => ({ tenantId, subject: `usr_${i}`, connectionId: `c${i}`, status: 'online' as const }));
     for (const e of entries.filter((_, i) => i >= 2498)) await tracker.set(tenantId, e.subject, e.connectionId, 'online');

@@ -4,7 +4,7 @@ import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { TokenService } from '../src/auth/tokens.ts';
 import { sql } from 'kysely';
-import { createClient, type RedisClientType } from 'redis';
+import { openRedis } from '../src/redis/link.ts';
 import { EventBus } from '../src/events/bus.ts';
 import { inTenantTransaction, writeEvent } from '../src/events/outbox.ts';
 import { RedisFanout } from '../src/realtime/fanout.ts';
@@ -740,9 +740,8 @@ describe('realtime across instances (Redis)', function () {
   });
 
   it('an instance hears what it publishes at once, and not again from Redis', async () => {
-    const clients = [createClient({ url: redisUrl }), createClient({ url: redisUrl })] as RedisClientType[];
-    await Promise.all(clients.map((c) => c.connect()));
-    const [a, b] = await Promise.all(clients.map((c) => RedisFanout.create(c)));
+    const clients = await Promise.all([0, 1].map(() => openRedis(redisUrl!, { timeoutMs: 5_000, onError: () => undefined })));
+    const [a, b] = await Promise.all(clients.map((c) => RedisFanout.create(c, { pollMs: 250 })));
     const heard = { a: [] as string[], b: [] as string[] };
     const waiters: (() => void)[] = [];
     const until = async (check: () => boolean) => {
@@ -772,7 +771,7 @@ describe('realtime across instances (Redis)', function () {
       expect(heard.b).to.deep.equal(['notify t1', 'live t2', 'notify sentinel']);
     } finally {
       await Promise.all([a!.close(), b!.close()]);
-      await Promise.all(clients.map((c) => c.quit()));
+      await Promise.all(clients.map((c) => c.client.quit()));
     }
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { createClient, type RedisClientType } from 'redis';
 import { RedisSessionChanges, SessionCache, type SessionState } from '../src/auth/session-cache.ts';
+import { openRedis } from '../src/redis/link.ts';
 
 const live: SessionState = { sessionLive: true, membership: { role: 'agent', seat: 'full' } };
 
@@ -55,10 +55,8 @@ describe('the session cache', () => {
 
   it('a change on one instance evicts on the others, through Redis', async function () {
     if (!process.env.REDIS_URL) this.skip();
-    const redisA = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
-    const redisB = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
-    await redisA.connect();
-    await redisB.connect();
+    const redisA = await openRedis(process.env.REDIS_URL, { timeoutMs: 1000, onError: () => undefined });
+    const redisB = await openRedis(process.env.REDIS_URL, { timeoutMs: 1000, onError: () => undefined });
     const a = new SessionCache(await RedisSessionChanges.create(redisA, () => undefined));
     const b = new SessionCache(await RedisSessionChanges.create(redisB, () => undefined));
     try {
@@ -76,8 +74,8 @@ describe('the session cache', () => {
     } finally {
       await a.close();
       await b.close();
-      await redisA.quit();
-      await redisB.quit();
+      await redisA.client.quit();
+      await redisB.client.quit();
     }
   });
 });

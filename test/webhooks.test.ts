@@ -10,13 +10,13 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Express } from 'express';
 import { sql } from 'kysely';
-import { type RedisClientType, createClient } from 'redis';
 import request from 'supertest';
 import { buildApp } from '../src/app.ts';
 import { EventBus } from '../src/events/bus.ts';
 import { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
 import { claimDueDeliveries } from '../src/webhooks/webhook.repository.ts';
-import { RedisDispatchWakeups } from '../src/webhooks/webhook.wakeups.ts';
+import { RedisFeedWakeups } from '../src/events/wakeups.ts';
+import { openRedis } from '../src/redis/link.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
 import { AddressRefused, type Resolver, addressRefusal, createTransport, filteringLookup, signature } from '../src/webhooks/webhook.transport.ts';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
@@ -785,12 +785,10 @@ describe('webhooks across instances', () => {
     const h = await getHarness();
     const bus = new EventBus();
     const { app } = buildApp({ ...h.deps, bus });
-    const redisA = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
-    const redisB = createClient({ url: process.env.REDIS_URL }) as RedisClientType;
-    await redisA.connect();
-    await redisB.connect();
-    const wakeupsA = await RedisDispatchWakeups.create(redisA);
-    const wakeupsB = await RedisDispatchWakeups.create(redisB);
+    const redisA = await openRedis(process.env.REDIS_URL, { timeoutMs: 1000, onError: () => undefined });
+    const redisB = await openRedis(process.env.REDIS_URL, { timeoutMs: 1000, onError: () => undefined });
+    const wakeupsA = await RedisFeedWakeups.create(redisA);
+    const wakeupsB = await RedisFeedWakeups.create(redisB);
     // Instance A makes the events and has no dispatcher; B's bus hears nothing and it polls once an hour.
     const stopRelay = wakeupsA.relay(bus);
     const r = await startReceiver();
@@ -816,8 +814,8 @@ describe('webhooks across instances', () => {
       await r.close();
       await wakeupsA.close();
       await wakeupsB.close();
-      await redisA.quit();
-      await redisB.quit();
+      await redisA.client.quit();
+      await redisB.client.quit();
     }
   });
 });

@@ -1,4 +1,5 @@
-import type { RedisClientType } from 'redis';
+import { randomUUID } from 'node:crypto';
+import type { RedisLink, Subscriber } from '../redis/link.ts';
 import type { ActiveMembership } from '../shared/principal.ts';
 
 /**
@@ -9,12 +10,20 @@ export type SessionChange = { sessionId: string } | { userId: string; tenantId?:
 
 /** Carries session changes to every instance (its own included). */
 export interface SessionChanges {
+  /**
+   * Whether changes made on other instances reach this one now. While they may not (Redis away), nothing
+   * cached may be trusted: a logout there must still end the login here at once.
+   */
+  readonly listening: boolean;
   publish(change: SessionChange): void;
   subscribe(listener: (change: SessionChange) => void): void;
+  /** Runs when changes may have been missed (hearing again after a gap): everything is to be checked. */
+  onGap(listener: () => void): void;
   close(): Promise<void>;
 }
 
 export class LocalSessionChanges implements SessionChanges {
+  readonly listening = true;
   readonly #listeners: ((change: SessionChange) => void)[] = [];
   publish(change: SessionChange): void {
     for (const listener of this.#listeners) listener(change);
@@ -22,43 +31,75 @@ export class LocalSessionChanges implements SessionChanges {
   subscribe(listener: (change: SessionChange) => void): void {
     this.#listeners.push(listener);
   }
+  onGap(): void {}
   async close(): Promise<void> {}
 }
 
 const CHANNEL = 'chat:sessions';
+/** Changes that could not be published, kept to publish when Redis is back (older ones are dropped past it). */
+const MAX_UNSENT = 10_000;
 
 export class RedisSessionChanges implements SessionChanges {
-  readonly #publisher: RedisClientType;
-  readonly #subscriber: RedisClientType;
+  readonly #link: RedisLink;
+  readonly #subscriber: Subscriber;
   readonly #listeners: ((change: SessionChange) => void)[] = [];
+  readonly #gapListeners: (() => void)[] = [];
+  #unsent: string[] = [];
+  readonly #origin = randomUUID();
 
-  private constructor(publisher: RedisClientType, subscriber: RedisClientType) {
-    this.#publisher = publisher;
+  private constructor(link: RedisLink, subscriber: Subscriber) {
+    this.#link = link;
     this.#subscriber = subscriber;
+    // Heard again: whatever was published meanwhile is lost, so every instance checks all it trusted.
+    subscriber.onResume(() => {
+      for (const listener of this.#gapListeners) listener();
+    });
+    link.onReconnect(() => this.#flush());
   }
 
-  static async create(redis: RedisClientType, onError: (err: unknown) => void): Promise<RedisSessionChanges> {
-    const subscriber = redis.duplicate() as RedisClientType;
-    subscriber.on('error', onError);
-    await subscriber.connect();
-    const changes = new RedisSessionChanges(redis, subscriber);
-    await subscriber.subscribe(CHANNEL, (raw) => {
-      const change = JSON.parse(raw) as SessionChange;
+  static async create(link: RedisLink, onError: (err: unknown) => void): Promise<RedisSessionChanges> {
+    const subscriber = await link.subscriber(onError);
+    const changes = new RedisSessionChanges(link, subscriber);
+    await subscriber.connection.subscribe(CHANNEL, (raw) => {
+      const message = JSON.parse(raw) as { from?: string; change?: SessionChange };
+      if (message.from === changes.#origin) return; // heard already, when it was published
+      const change = message.change ?? (message as SessionChange);
       for (const listener of changes.#listeners) listener(change);
     });
     return changes;
   }
 
+  get listening(): boolean {
+    return this.#subscriber.listening;
+  }
+
   publish(change: SessionChange): void {
-    void this.#publisher.publish(CHANNEL, JSON.stringify(change)).catch(() => undefined);
+    // This instance hears its own change at once, whatever Redis does.
+    for (const listener of this.#listeners) listener(change);
+    this.#send(JSON.stringify({ from: this.#origin, change }));
+  }
+
+  #send(message: string): void {
+    void this.#link.run((c) => c.publish(CHANNEL, message)).catch(() => {
+      this.#unsent.push(message);
+      if (this.#unsent.length > MAX_UNSENT) this.#unsent.shift();
+    });
+  }
+
+  #flush(): void {
+    for (const message of this.#unsent.splice(0)) this.#send(message);
   }
 
   subscribe(listener: (change: SessionChange) => void): void {
     this.#listeners.push(listener);
   }
 
+  onGap(listener: () => void): void {
+    this.#gapListeners.push(listener);
+  }
+
   async close(): Promise<void> {
-    await this.#subscriber.quit().catch(() => undefined);
+    await this.#subscriber.close();
   }
 }
 
@@ -93,15 +134,18 @@ export class SessionCache {
     this.#changes = changes;
     this.#ttlMs = ttlMs;
     changes.subscribe((change) => this.#evict(change));
+    changes.onGap(() => this.#evictAll());
   }
 
   async lookup(tenantId: string, userId: string, sessionId: string, load: () => Promise<SessionState>): Promise<SessionState> {
+    // Deaf to other instances' changes, the cache is not consulted nor filled: every request checks.
+    if (!this.#changes.listening) return load();
     const key = `${tenantId}|${userId}|${sessionId}`;
     const hit = this.#entries.get(key);
     if (hit && hit.expiresAt > Date.now()) return hit.state;
     const epoch = this.#epoch;
     const state = await load();
-    if (state.sessionLive && state.membership && epoch === this.#epoch && this.#ttlMs > 0) {
+    if (state.sessionLive && state.membership && epoch === this.#epoch && this.#ttlMs > 0 && this.#changes.listening) {
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!);
       this.#entries.set(key, { userId, sessionId, tenantId, state, expiresAt: Date.now() + this.#ttlMs });
     }
@@ -116,6 +160,16 @@ export class SessionCache {
   /** Runs after each change is applied here (the gateway closes the sockets it ended). */
   onChange(listener: (change: SessionChange) => void): void {
     this.#changes.subscribe(listener);
+  }
+
+  /** Runs when changes may have been missed: every login trusted until now is to be checked again. */
+  onGap(listener: () => void): void {
+    this.#changes.onGap(listener);
+  }
+
+  #evictAll(): void {
+    this.#epoch++;
+    this.#entries.clear();
   }
 
   close(): Promise<void> {

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { ipKeyGenerator, rateLimit, type RateLimitInfo, type Store } from 'express-rate-limit';
+import { ipKeyGenerator, MemoryStore, type Options, rateLimit, type RateLimitInfo, type Store } from 'express-rate-limit';
 import { RedisStore, type SendCommandFn } from 'rate-limit-redis';
 import { AppError } from '../shared/errors.ts';
 import type { Principal } from './access.ts';
@@ -24,6 +24,68 @@ export type RateLimitStoreFactory = (name: string) => Store | undefined;
 
 export function redisStoreFactory(sendCommand: SendCommandFn, namespace = 'chat'): RateLimitStoreFactory {
   return (name) => new RedisStore({ sendCommand, prefix: `${namespace}:rl:${name}:` });
+}
+
+/**
+ * Budgets in Redis while it answers, and in this process's memory while it does not: a request never
+ * waits on Redis past its budget (`sendCommand` fails fast, src/redis/link.ts) nor fails because of it.
+ * While Redis is away each instance grants the whole budget on its own, so N instances behind a balancer
+ * let a caller make up to N times the limit; counts made meanwhile stay in memory until their window ends.
+ */
+export function resilientStoreFactory(sendCommand: SendCommandFn, namespace = 'chat'): RateLimitStoreFactory {
+  return (name) => new FallbackStore(() => new RedisStore({ sendCommand, prefix: `${namespace}:rl:${name}:` }));
+}
+
+class FallbackStore implements Store {
+  readonly #makeShared: () => Store;
+  #shared: Store;
+  /** The shared store failed: its script loads may be failed promises it keeps, so the next is a new one. */
+  #renew = false;
+  readonly #local = new MemoryStore();
+  #options: Options | undefined;
+  readonly localKeys = false;
+
+  constructor(makeShared: () => Store) {
+    this.#makeShared = makeShared;
+    this.#shared = makeShared();
+  }
+
+  init(options: Options): void {
+    this.#options = options;
+    this.#local.init(options);
+    this.#initShared();
+  }
+
+  #initShared(): void {
+    // A failure here shows at the first increment, which then counts in memory.
+    void Promise.resolve(this.#shared.init?.(this.#options!)).catch(() => (this.#renew = true));
+  }
+
+  async increment(key: string) {
+    if (this.#renew) {
+      this.#renew = false;
+      this.#shared = this.#makeShared();
+      this.#initShared();
+    }
+    try {
+      return await this.#shared.increment(key);
+    } catch {
+      this.#renew = true;
+      return this.#local.increment(key);
+    }
+  }
+
+  async decrement(key: string) {
+    await Promise.allSettled([this.#shared.decrement(key), this.#local.decrement(key)]);
+  }
+
+  async resetKey(key: string) {
+    await Promise.allSettled([this.#shared.resetKey(key), this.#local.resetKey(key)]);
+  }
+
+  shutdown(): void {
+    this.#local.shutdown();
+  }
 }
 
 const operationIdOf = (req: Request): string | undefined =>

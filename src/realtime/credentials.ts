@@ -77,8 +77,12 @@ const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden',
 export function refuseUpgrade(socket: Duplex, error: AppError): void {
   const status = statusOf(error.code);
   const body = JSON.stringify(problemBody(error, randomUUID()));
+  // Retry-After of a 503 (a dependency away) tells the client when to try again, as over HTTP.
+  const headers = Object.entries(error.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\n` +
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\n${headers}` +
       `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

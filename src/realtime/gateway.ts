@@ -52,7 +52,7 @@ export interface GatewayDeps extends CredentialDeps {
   presence: PresenceTracker;
   logger: Logger;
   /** Ended logins and changed memberships, from any instance: their sockets are checked at once. */
-  sessionChanges?: { onChange(listener: (change: SessionChange) => void): void };
+  sessionChanges?: { onChange(listener: (change: SessionChange) => void): void; onGap?(listener: () => void): void };
   options?: Partial<GatewayOptions>;
   /** Hears each event's live frames as they are sent (metrics). */
   onDelivered?: DeliveryHook;
@@ -109,6 +109,10 @@ export class RealtimeGateway {
     );
     void fanout.subscribe({
       onNotify: (tenantId) => this.#streams.get(tenantId)?.wake(),
+      // Delivery never waits on a notification that may be lost: every stream reads from its position.
+      onMissed: () => {
+        for (const stream of this.#streams.values()) stream.wake();
+      },
       onLive: (signal) => {
         const stream = this.#streams.get(signal.tenantId);
         if (stream) deliverLive(stream.connections, signal, options.maxBufferedBytes);
@@ -116,10 +120,19 @@ export class RealtimeGateway {
     });
     this.#timer = setInterval(() => void heartbeat(this.#upkeep, this.#connections), options.heartbeatMs);
     deps.sessionChanges?.onChange((change) => void this.#recheck(change));
+    // Changes made while this instance could not hear them: every login and key is checked now, not at
+    // the next heartbeat.
+    deps.sessionChanges?.onGap?.(() => void this.#recheckAll());
   }
 
   #takeHandoffs(): void {
     for (const handoff of joinHandoffs(this.#handoffs.splice(0))) this.#streams.get(handoff.tenantId)?.take(handoff);
+  }
+
+  async #recheckAll(): Promise<void> {
+    const connections = [...this.#connections];
+    await recheckMembers(this.#upkeep, connections);
+    await recheckApiKeys(this.#upkeep, connections);
   }
 
   /** Re-checks the sockets a session change may have ended, instead of waiting for the next heartbeat. */

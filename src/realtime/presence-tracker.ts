@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClientType } from 'redis';
+import type { RedisLink } from '../redis/link.ts';
 import type { Presence, PresenceStore } from '../presence/presence.ts';
 
 export type ConnectionStatus = 'online' | 'away';
@@ -55,6 +56,16 @@ export class MemoryPresenceTracker implements PresenceTracker {
   }
 
   async refresh() {}
+
+  /** Every connection this tracker holds. */
+  *entries(): Generator<{ tenantId: string; subject: string; connectionId: string; status: ConnectionStatus }> {
+    for (const [key, conns] of this.#connections) {
+      const at = key.indexOf(':');
+      const tenantId = key.slice(0, at);
+      const subject = key.slice(at + 1);
+      for (const [connectionId, status] of conns) yield { tenantId, subject, connectionId, status };
+    }
+  }
 }
 
 /**
@@ -68,14 +79,30 @@ export class MemoryPresenceTracker implements PresenceTracker {
  * counts a member not yet expired, so a change costs the same with one connection or ten thousand
  * (reading every member made 10,000 sockets of one user take 97 s to connect).
  */
+/**
+ * While Redis does not answer, presence is this instance's own: its connections are also kept in memory,
+ * every answer then comes from there (a member connected only to another instance reads offline), and
+ * when Redis is back this instance writes its connections again and removes those that closed meanwhile.
+ */
 export class RedisPresenceTracker implements PresenceTracker {
-  readonly #redis: RedisClientType;
+  readonly #link: RedisLink;
   readonly #ttlMs: number;
   readonly #instance = randomUUID();
+  readonly #local = new MemoryPresenceTracker();
+  /** Connections that closed while Redis did not answer: removed there when it is back. */
+  readonly #unremoved = new Map<string, { tenantId: string; subject: string; connectionId: string }>();
 
-  constructor(redis: RedisClientType, ttlMs = 75_000) {
-    this.#redis = redis;
+  constructor(link: RedisLink, ttlMs = 75_000) {
+    this.#link = link;
     this.#ttlMs = ttlMs;
+    link.onReconnect(() => void this.#restore().catch(() => undefined));
+  }
+
+  async #restore(): Promise<void> {
+    const removals = [...this.#unremoved.values()];
+    this.#unremoved.clear();
+    for (const r of removals) await this.remove(r.tenantId, r.subject, r.connectionId);
+    await this.refresh([...this.#local.entries()]);
   }
 
   #key = (tenantId: string, subject: string, status: ConnectionStatus) => `chat:presence:${tenantId}:${subject}:${status}`;
@@ -91,9 +118,16 @@ export class RedisPresenceTracker implements PresenceTracker {
     const result = new Map<string, Presence>();
     if (subjects.length === 0) return result;
     const now = Date.now();
-    const multi = this.#redis.multi();
-    for (const s of subjects) this.#count(multi, tenantId, s, now);
-    const replies = await multi.exec();
+    let replies: unknown[];
+    try {
+      replies = await this.#link.run((redis) => {
+        const multi = redis.multi();
+        for (const s of subjects) this.#count(multi, tenantId, s, now);
+        return multi.exec();
+      });
+    } catch {
+      return this.#local.presenceOf(tenantId, subjects);
+    }
     subjects.forEach((s, i) => result.set(s, presenceAt(replies, 2 * i)));
     return result;
   }
@@ -102,28 +136,44 @@ export class RedisPresenceTracker implements PresenceTracker {
     const now = Date.now();
     const key = this.#key(tenantId, subject, status);
     const member = this.#member(connectionId);
-    const multi = this.#redis.multi();
-    this.#count(multi, tenantId, subject, now);
-    multi.zRem(this.#key(tenantId, subject, status === 'online' ? 'away' : 'online'), member);
-    multi.zAdd(key, { score: now + this.#ttlMs, value: member });
-    multi.pExpire(key, this.#ttlMs);
-    // Connections of instances that died leave the set as it is written.
-    multi.zRemRangeByScore(key, '-inf', now);
-    this.#count(multi, tenantId, subject, now);
-    const replies = await multi.exec();
-    return { before: presenceAt(replies, 0), after: presenceAt(replies, 6) };
+    const local = await this.#local.set(tenantId, subject, connectionId, status);
+    this.#unremoved.delete(member);
+    try {
+      const replies = await this.#link.run((redis) => {
+        const multi = redis.multi();
+        this.#count(multi, tenantId, subject, now);
+        multi.zRem(this.#key(tenantId, subject, status === 'online' ? 'away' : 'online'), member);
+        multi.zAdd(key, { score: now + this.#ttlMs, value: member });
+        multi.pExpire(key, this.#ttlMs);
+        // Connections of instances that died leave the set as it is written.
+        multi.zRemRangeByScore(key, '-inf', now);
+        this.#count(multi, tenantId, subject, now);
+        return multi.exec();
+      });
+      return { before: presenceAt(replies, 0), after: presenceAt(replies, 6) };
+    } catch {
+      return local;
+    }
   }
 
   async remove(tenantId: string, subject: string, connectionId: string) {
     const now = Date.now();
     const member = this.#member(connectionId);
-    const multi = this.#redis.multi();
-    this.#count(multi, tenantId, subject, now);
-    multi.zRem(this.#key(tenantId, subject, 'online'), member);
-    multi.zRem(this.#key(tenantId, subject, 'away'), member);
-    this.#count(multi, tenantId, subject, now);
-    const replies = await multi.exec();
-    return { before: presenceAt(replies, 0), after: presenceAt(replies, 4) };
+    const local = await this.#local.remove(tenantId, subject, connectionId);
+    try {
+      const replies = await this.#link.run((redis) => {
+        const multi = redis.multi();
+        this.#count(multi, tenantId, subject, now);
+        multi.zRem(this.#key(tenantId, subject, 'online'), member);
+        multi.zRem(this.#key(tenantId, subject, 'away'), member);
+        this.#count(multi, tenantId, subject, now);
+        return multi.exec();
+      });
+      return { before: presenceAt(replies, 0), after: presenceAt(replies, 4) };
+    } catch {
+      if (this.#unremoved.size < 100_000) this.#unremoved.set(member, { tenantId, subject, connectionId });
+      return local;
+    }
   }
 
   async refresh(entries: { tenantId: string; subject: string; connectionId: string; status: ConnectionStatus }[]) {
@@ -134,8 +184,9 @@ export class RedisPresenceTracker implements PresenceTracker {
     // batch before queuing the next let a close land between them, and the later batch put the closed
     // connection back, online for a whole TTL.)
     const batches: Promise<unknown>[] = [];
+    if (!this.#link.up) return;
     for (let i = 0; i < entries.length; i += 1000) {
-      const batch = this.#redis.multi();
+      const batch = this.#link.client.multi();
       const keys = new Set<string>();
       for (const e of entries.slice(i, i + 1000)) {
         const key = this.#key(e.tenantId, e.subject, e.status);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { RedisClientType } from 'redis';
+import { type RedisLink, redisUnavailable } from '../redis/link.ts';
 
 export const TICKET_TTL_MS = 30_000;
 
@@ -42,24 +42,32 @@ export class MemoryTicketStore implements TicketStore {
   }
 }
 
-/** Tickets in Redis, so a ticket issued by one instance opens a socket on another. */
+/**
+ * Tickets in Redis, so a ticket issued by one instance opens a socket on another. Without Redis no ticket
+ * can be issued or used (one kept in memory would fail on whichever instance the socket reaches): both
+ * answer 503 with Retry-After, and a client that holds a token may open its socket with the token instead.
+ */
 export class RedisTicketStore implements TicketStore {
-  readonly #redis: RedisClientType;
+  readonly #link: RedisLink;
   readonly #ttlMs: number;
 
-  constructor(redis: RedisClientType, ttlMs = TICKET_TTL_MS) {
-    this.#redis = redis;
+  constructor(link: RedisLink, ttlMs = TICKET_TTL_MS) {
+    this.#link = link;
     this.#ttlMs = ttlMs;
   }
 
   async issue(data: TicketData) {
     const ticket = newTicket();
-    await this.#redis.set(`chat:ws-ticket:${ticket}`, JSON.stringify(data), { PX: this.#ttlMs });
+    await this.#link.run((redis) => redis.set(`chat:ws-ticket:${ticket}`, JSON.stringify(data), { PX: this.#ttlMs })).catch((err: unknown) => {
+      throw redisUnavailable(err);
+    });
     return { ticket, expiresAt: new Date(Date.now() + this.#ttlMs) };
   }
 
   async consume(ticket: string) {
-    const raw = await this.#redis.getDel(`chat:ws-ticket:${ticket}`);
+    const raw = await this.#link.run((redis) => redis.getDel(`chat:ws-ticket:${ticket}`)).catch((err: unknown) => {
+      throw redisUnavailable(err);
+    });
     return raw ? (JSON.parse(raw) as TicketData) : undefined;
   }
 }

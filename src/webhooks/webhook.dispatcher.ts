@@ -9,7 +9,7 @@ import { webhookDisabledMail } from '../mail/templates.ts';
 import { envelopeOf } from '../realtime/views.ts';
 import { newId } from '../shared/ids.ts';
 import * as repo from './webhook.repository.ts';
-import type { RedisDispatchWakeups } from './webhook.wakeups.ts';
+import type { RedisFeedWakeups } from '../events/wakeups.ts';
 import { type PostOutcome, type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
 import type { TenantInterest } from '../events/tenant-interest.ts';
 
@@ -48,7 +48,7 @@ export interface DispatcherOptions {
   /** Replaces the HTTP transport (the benchmark and tests count on it). */
   transport?: Transport;
   /** With several instances (Redis): commits elsewhere wake this dispatcher, and its commits wake theirs. */
-  wakeups?: Pick<RedisDispatchWakeups, 'relay' | 'subscribe'> | undefined;
+  wakeups?: Pick<RedisFeedWakeups, 'relay' | 'subscribe'> | undefined;
   /** The service's registry: the queue's depth and the outcomes recorded. Without it nothing is reported. */
   metrics?: Metrics | undefined;
 }

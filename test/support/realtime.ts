@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { Express } from 'express';
-import { createClient, type RedisClientType } from 'redis';
+import { openRedis, type RedisLink } from '../../src/redis/link.ts';
 import { WebSocket } from 'ws';
 import { type AppDeps, buildApp, type Services } from '../../src/app.ts';
 import type { Database } from '../../src/db/database.ts';
@@ -41,16 +41,15 @@ export async function startRealtime(
 ): Promise<RealtimeServer> {
   const h = await getHarness();
   const database = options.database ?? h.database;
-  let redis: RedisClientType | undefined;
+  let redis: RedisLink | undefined;
   let presence: PresenceTracker = options.presence ?? new MemoryPresenceTracker();
   let tickets: TicketStore = new MemoryTicketStore();
   let fanout: Fanout = new LocalFanout();
   if (options.redisUrl) {
-    redis = createClient({ url: options.redisUrl }) as RedisClientType;
-    await redis.connect();
+    redis = await openRedis(options.redisUrl, { timeoutMs: 5_000, onError: () => undefined });
     presence = new RedisPresenceTracker(redis);
     tickets = new RedisTicketStore(redis);
-    fanout = await RedisFanout.create(redis);
+    fanout = await RedisFanout.create(redis, { pollMs: 250 });
   }
   const bus = new EventBus();
   const config = { ...h.deps.config, ...options.config };
@@ -85,7 +84,7 @@ export async function startRealtime(
       await gateway.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await redis?.quit();
+      await redis?.client.quit();
     },
   };
 }
