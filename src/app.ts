@@ -31,6 +31,7 @@ import { accessMiddleware, type AccessDeps } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
 import { mailPagesRouter } from './pages/mail-pages.ts';
+import { teamAppRouter } from './http/team-app.ts';
 import { requireHttps } from './http/https.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { declaredBodyParser, undeclaredBody } from './http/undeclared-body.ts';
@@ -221,6 +222,8 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.get('/widget.js', widgetScript());
   // The mail links open these when APP_URL is the service itself (its default).
   app.use(mailPagesRouter(contract.basePath));
+  // The team inbox (app/), a client of the API like any other.
+  app.use('/app', teamAppRouter(contract.basePath));
   app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));

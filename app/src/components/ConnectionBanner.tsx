@@ -1,0 +1,19 @@
+import { useLive } from '../lib/hooks.ts';
+
+const WORDS = {
+  offline: 'You are offline. New messages will show once you are back.',
+  reconnecting: 'Reconnecting… Nothing is lost: what happened meanwhile follows.',
+  connecting: 'Connecting…',
+  live: '',
+};
+
+/** Says when the inbox is not live; silent while it is. */
+export function ConnectionBanner() {
+  const live = useLive();
+  const text = WORDS[live.state];
+  return (
+    <div className="connection" role="status" data-state={live.state} hidden={!text}>
+      {text}
+    </div>
+  );
+}

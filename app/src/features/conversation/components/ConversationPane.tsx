@@ -1,0 +1,76 @@
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import { ErrorText } from '../../../components/ErrorText.tsx';
+import { session } from '../../../lib/api.ts';
+import { useLive, useTeam } from '../../../lib/hooks.ts';
+import { conversationOptions, useMarkRead } from '../api/queries.ts';
+import { Actions } from './Actions.tsx';
+import { ReplyBox } from './ReplyBox.tsx';
+import { Thread } from './Thread.tsx';
+import { VisitorPanel } from './VisitorPanel.tsx';
+
+const STATUS = { open: 'Waiting, unassigned', assigned: 'Assigned', closed: 'Closed' } as const;
+
+/** One conversation: the thread, what the member may do with it, and who the visitor is. */
+export function ConversationPane({ id }: { id: string }) {
+  const live = useLive();
+  const { team, me, readOnly } = useTeam();
+  const members = team.data?.data ?? [];
+  const conversation = useQuery(conversationOptions(id));
+  const markRead = useMarkRead(id);
+  const heading = useRef<HTMLHeadingElement>(null);
+  const c = conversation.data;
+  const unread = c?.unread_count ?? 0;
+
+  useEffect(() => {
+    live.reading = id;
+    heading.current?.focus();
+    return () => {
+      if (live.reading === id) live.reading = undefined;
+    };
+  }, [id, live]);
+  useEffect(() => {
+    if (unread > 0) markRead.mutate();
+  }, [id, unread]);
+
+  if (conversation.error) return <ErrorText error={conversation.error} />;
+  if (!c) return <p className="muted">Loading the conversation…</p>;
+  const assignee = c.assigned_user_id ? (c.assigned_user_id === session.userId ? 'you' : (members.find((m) => m.user_id === c.assigned_user_id)?.name ?? 'a teammate')) : undefined;
+  const typing = live.typing.get(id);
+
+  return (
+    <section className="conversation" aria-labelledby="conversation-heading">
+      <header>
+        <h2 id="conversation-heading" ref={heading} tabIndex={-1}>
+          {c.subject ?? 'Conversation with a visitor'}
+        </h2>
+        <p className="status" data-status={c.status}>
+          {STATUS[c.status]}
+          {assignee && ` to ${assignee}`}
+          {c.priority !== 'normal' && ` · ${c.priority} priority`}
+          {c.satisfaction && (
+            <span className="rating">
+              {' '}
+              · Rated {c.satisfaction.rating} of 5{c.satisfaction.comment ? `: “${c.satisfaction.comment}”` : ''}
+            </span>
+          )}
+        </p>
+        {!readOnly && <Actions conversation={c} me={me?.user_id ?? session.userId} team={members} />}
+      </header>
+      <div className="body">
+        <Thread id={id} me={session.userId} team={members} />
+        {c.visitor_id && <VisitorPanel visitorId={c.visitor_id} />}
+      </div>
+      <p className="typing" aria-live="polite">
+        {typing && typing.until > Date.now() ? 'The visitor is typing…' : ''}
+      </p>
+      {readOnly ? (
+        <p className="notice">Your seat is read-only: you can read this conversation but not answer or handle it.</p>
+      ) : c.status === 'closed' ? (
+        <p className="notice">This conversation is closed. Reopen it to answer.</p>
+      ) : (
+        <ReplyBox conversationId={id} key={id} />
+      )}
+    </section>
+  );
+}

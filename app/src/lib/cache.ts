@@ -1,0 +1,104 @@
+// What the server owns lives in the TanStack Query cache, nowhere else. These functions apply a change
+// (from a socket event or a mutation's answer) to every cached query it touches, by id: a conversation
+// to its detail and to each cached list whose filter it now matches (and out of those it left); a
+// message to its thread once. Applying the same change twice leaves the cache as applying it once did.
+import type { InfiniteData, QueryClient, QueryKey } from '@tanstack/react-query';
+import type { paths } from '../../../generated/api.ts';
+import { type Schemas, session } from './api.ts';
+
+export type Conversation = Schemas['Conversation'];
+export type Message = Schemas['Message'];
+type ConversationList = Schemas['ConversationList'];
+type MessageList = Schemas['MessageList'];
+export type ListQuery = NonNullable<paths['/v1/conversations']['get']['parameters']['query']>;
+
+export const LISTS: QueryKey = ['get', '/v1/conversations'];
+export const conversationKey = (id: string): QueryKey => ['get', '/v1/conversations/{id}', { params: { path: { id } } }];
+export const threadKey = (id: string): QueryKey => ['thread', id];
+
+/** Whether a list with this filter shows the conversation; undefined when the app cannot tell (a text search). */
+function belongs(c: Conversation, q: ListQuery | undefined): boolean | undefined {
+  if (!q) return true;
+  if (q.q !== undefined) return undefined;
+  if (q.status && c.status !== q.status) return false;
+  if (q.assigned_to === 'none' && c.assigned_user_id !== null) return false;
+  if (q.assigned_to === 'me') {
+    const me = session.userId;
+    if (!me) return undefined;
+    if (c.assigned_user_id !== me) return false;
+  }
+  if (q.assigned_to?.startsWith('usr_') && c.assigned_user_id !== q.assigned_to) return false;
+  if (q.department_id && c.department_id !== q.department_id) return false;
+  if (q.priority && c.priority !== q.priority) return false;
+  if (q.visitor_id && c.visitor_id !== q.visitor_id) return false;
+  if (q.contact_id && c.contact_id !== q.contact_id) return false;
+  return true;
+}
+
+const activity = (c: Conversation) => Date.parse(c.last_message_at ?? c.updated_at);
+
+function listQueryOf(key: QueryKey): ListQuery | undefined {
+  return (key[2] as { params?: { query?: ListQuery } } | undefined)?.params?.query;
+}
+
+/** The cached copy of a conversation, from its detail or any list. */
+export function findConversation(qc: QueryClient, id: string): Conversation | undefined {
+  const detail = qc.getQueryData<Conversation>(conversationKey(id));
+  if (detail) return detail;
+  for (const [, list] of qc.getQueriesData<ConversationList>({ queryKey: LISTS })) {
+    const found = list?.data.find((c) => c.id === id);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Puts the conversation as it now is into its detail and every cached list. */
+export function upsertConversation(qc: QueryClient, c: Conversation): void {
+  if (qc.getQueryData(conversationKey(c.id))) qc.setQueryData(conversationKey(c.id), c);
+  for (const [key, list] of qc.getQueriesData<ConversationList>({ queryKey: LISTS })) {
+    if (!list) continue;
+    const fits = belongs(c, listQueryOf(key));
+    if (fits === undefined) {
+      void qc.invalidateQueries({ queryKey: key, exact: true });
+      continue;
+    }
+    const had = list.data.some((x) => x.id === c.id);
+    if (!fits && !had) continue;
+    const rest = list.data.filter((x) => x.id !== c.id);
+    const data = fits ? [...rest, c].sort((a, b) => activity(b) - activity(a)) : rest;
+    const total = list.pagination.total + (fits && !had ? 1 : 0) - (!fits && had ? 1 : 0);
+    qc.setQueryData<ConversationList>(key, { ...list, data, pagination: { ...list.pagination, total } });
+  }
+}
+
+/** Changes a conversation the cache knows; one it does not know makes the lists load again. */
+export function patchConversation(qc: QueryClient, id: string, patch: (c: Conversation) => Conversation): void {
+  const current = findConversation(qc, id);
+  if (!current) {
+    void qc.invalidateQueries({ queryKey: LISTS });
+    return;
+  }
+  upsertConversation(qc, patch(current));
+}
+
+/** Adds a message to its thread (once, by id) and to its conversation's summary. */
+export function addMessage(qc: QueryClient, message: Message, options: { reading: boolean }): void {
+  let added = true;
+  qc.setQueryData<InfiniteData<MessageList, string | undefined>>(threadKey(message.conversation_id), (thread) => {
+    if (!thread) return thread;
+    if (thread.pages.some((page) => page.data.some((m) => m.id === message.id))) {
+      added = false;
+      return thread;
+    }
+    const [newest, ...older] = thread.pages;
+    if (!newest) return thread;
+    return { ...thread, pages: [{ ...newest, data: [message, ...newest.data] }, ...older] };
+  });
+  if (!added) return;
+  if (message.internal) return;
+  patchConversation(qc, message.conversation_id, (c) => {
+    if (c.last_message_at && Date.parse(c.last_message_at) > Date.parse(message.created_at)) return c;
+    const unread = message.sender_type === 'visitor' && !options.reading ? c.unread_count + 1 : c.unread_count;
+    return { ...c, last_message: message.content, last_message_at: message.created_at, updated_at: message.created_at, unread_count: unread };
+  });
+}

@@ -1,0 +1,26 @@
+// The team app's build: app/dist, served by the service at /app (src/http/team-app.ts). Committed, so
+// `npm ci && npm start` serves it without building; `npm run app:check` rebuilds it and fails when the
+// committed files drift or the first load passes its budget. `npm run app:dev` serves the sources with
+// /api proxied to VITE_API_URL: `npm run mock` by default, or a running service.
+import react from '@vitejs/plugin-react';
+import { defineConfig } from 'vite';
+
+export default defineConfig(({ command }) => ({
+  root: import.meta.dirname,
+  base: '/app/',
+  logLevel: command === 'build' ? 'warn' : 'info',
+  plugins: [react()],
+  build: {
+    outDir: process.env.APP_OUT_DIR ?? 'dist',
+    emptyOutDir: true,
+    target: 'es2022',
+    sourcemap: false,
+    // One stylesheet file, never a <style> tag: the service's CSP allows no inline style element.
+    cssCodeSplit: false,
+  },
+  server: {
+    host: '127.0.0.1',
+    port: 5173,
+    proxy: { '/api': { target: process.env.VITE_API_URL ?? 'http://127.0.0.1:4010', changeOrigin: true, ws: true } },
+  },
+}));
