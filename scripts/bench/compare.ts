@@ -1,7 +1,9 @@
 // `npm run bench:compare a.json b.json`: the change of every figure from a benchmark run (a) to another
 // (b). Reads any results file: the numbers are taken wherever they sit (figures of scripts/bench/results.ts,
-// or the rows of older files), named by their path in the JSON.
+// or the rows of older files), named by their path in the JSON. Of a file that keeps several runs, the newest
+// counts (`a.json` and `b.json` may be one file's copies from before and after a change).
 import { readFileSync } from 'node:fs';
+import { runsOf } from './results.ts';
 
 const [a, b] = process.argv.slice(2);
 if (!a || !b) {
@@ -22,7 +24,8 @@ function numbers(value: unknown, path: string, out: Map<string, number>) {
 
 const read = (file: string) => {
   const out = new Map<string, number>();
-  const json = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const json = (runsOf(parsed).at(-1) ?? parsed) as Record<string, unknown>;
   // Figures files name their figures flat: drop the `figures.` prefix.
   numbers(json.figures ?? json, '', out);
   return { out, date: String(json.date ?? '?') };

@@ -1,19 +1,20 @@
 // 50 concurrent 20 MiB uploads on each storage backend, beside a plain copy of the same bytes to the same
 // disk or S3 server in the same run, and the service's peak RSS growth while they run.
-//   npm run bench:files            (writes scripts/bench/files.results.json beside this script)
+//   npm run bench:files            (records its figures in scripts/bench/results/files.json)
 //   BENCH_PGLITE=dir npm run bench:files   (the service's database in a data directory, not in memory)
 // The service runs in a process of its own on an embedded database; the S3 server is s3rver on loopback.
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import S3rver from 's3rver';
 import { S3Storage } from '../../src/files/storage.ts';
+import { flatFigures, writeResults } from './results.ts';
 import { startProcess, threadCpuSince } from './support.ts';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -260,6 +261,9 @@ for (const r of rows) {
   const threads = Object.entries(r.service_cpu_ms_per_mb_by_thread).map(([name, t]) => `${name} ${t.user} + ${t.system}`);
   console.log(`${r.backend}: the service's CPU ms per MB by thread, user + system: ${threads.join(', ')}`);
 }
-const out = new URL('./files.results.json', import.meta.url);
-await writeFile(out, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, concurrency: CONCURRENCY, file_bytes: FILE_BYTES, database: pgliteInDirectory ? 'pglite, a data directory' : 'pglite, in memory', rows }, null, 2)}\n`);
-console.log(`wrote ${out.pathname}`);
+writeResults('files', flatFigures(Object.fromEntries(rows.map(({ backend, ...row }) => [backend, row]))), {
+  database: 'pglite',
+  pglite: pgliteInDirectory ? 'a data directory' : 'in memory',
+  concurrency: CONCURRENCY,
+  file_bytes: FILE_BYTES,
+});

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { flatFigures, writeResults } from './results.ts';
 import { databaseCpuSeconds, startProcess } from './support.ts';
 
 // 4,000 by default, as the README's figures are taken. Longer drains (BENCH_BACKLOG=16000) read lower: the
@@ -288,7 +289,6 @@ console.table({
   'share of delivery row updates that were HOT (PostgreSQL; the claims can be)': results.delivery_updates_hot_share ?? '-',
   'lag run: delivered / sent': `${results.lag_delivered} / ${results.lag_messages}`,
 });
-const out = new URL('./webhooks.results.json', import.meta.url);
-writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-console.log(`written to ${out.pathname}`);
+const { database, backlog, concurrency, bare_client, ...measured } = results;
+writeResults('webhooks', flatFigures(measured), { database, backlog, concurrency, bare_client });
 process.exit(0);

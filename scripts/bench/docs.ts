@@ -1,0 +1,179 @@
+// `npm run bench:docs` writes docs/benchmarks.md from the figures the benchmarks recorded
+// (scripts/bench/results/*.json): each goal, the latest figure (the median of the runs on record) and the
+// command that measures it. `--check` (part of `npm run check`) fails when the page is not what the
+// results say, so the page cannot drift from them; `--root DIR` works on a copy of the project.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { type Run, runsOf } from './results.ts';
+
+type Unit = 'ratio' | 'times' | 'share' | 'ms' | 'MiB';
+
+interface Goal {
+  what: string;
+  /** Results files (scripts/bench/results/<name>.json) holding the figure; one line per file and database. */
+  benches: string[];
+  /** The figure's name; the first one a run has counts (a figure renamed keeps its older runs). */
+  figure: string | string[];
+  /** When several figures are named with `of`, the worst of them counts. */
+  of?: 'worst';
+  target: { at: 'least' | 'most'; value: number };
+  unit: Unit;
+  command: string;
+}
+
+const GOALS: Goal[] = [
+  ...(['10k', '1M'] as const).flatMap((size): Goal[] => [
+    { what: `list page, ${size} conversations, to the ideal server`, benches: ['conversations', 'conversations-pglite'], figure: `list.${size}.validation_on.ratio_of_ideal`, target: { at: 'least', value: 0.8 }, unit: 'ratio', command: 'npm run bench:conversations' },
+    { what: `list filtered by status, ${size}, to the ideal server`, benches: ['conversations', 'conversations-pglite'], figure: `listOpen.${size}.validation_on.ratio_of_ideal`, target: { at: 'least', value: 0.8 }, unit: 'ratio', command: 'npm run bench:conversations' },
+    { what: `GET one conversation, ${size}, to the ideal server`, benches: ['conversations', 'conversations-pglite'], figure: `get.${size}.validation_on.ratio_of_ideal`, target: { at: 'least', value: 0.85 }, unit: 'ratio', command: 'npm run bench:conversations' },
+    { what: `POST a message, ${size}, to the ideal server`, benches: ['conversations', 'conversations-pglite'], figure: `post.${size}.validation_on.ratio_of_ideal`, target: { at: 'least', value: 0.85 }, unit: 'ratio', command: 'npm run bench:conversations' },
+    { what: `response validation's cost, ${size} (the dearest of the four endpoints)`, benches: ['conversations', 'conversations-pglite'], figure: ['list', 'listOpen', 'get', 'post'].map((e) => `${e}.${size}.validation_cost`), of: 'worst', target: { at: 'most', value: 0.1 }, unit: 'share', command: 'npm run bench:conversations' },
+  ]),
+  { what: 'messages/s with 100 agent sockets open, to the same sends with none', benches: ['messages'], figure: 'full.ratio_of_no_sockets', target: { at: 'least', value: 0.8 }, unit: 'ratio', command: 'npm run bench:messages' },
+  { what: 'from a send\'s answer to the last of 100 sockets, p99, at half the full rate', benches: ['messages'], figure: 'half.delivery_p99_ms', target: { at: 'most', value: 100 }, unit: 'ms', command: 'npm run bench:messages' },
+  { what: 'one event to 1,000 sockets, p50, to a bare `ws` server', benches: ['fanout'], figure: ['1000.pair_ratio_p50', '1000.ratio_p50'], target: { at: 'most', value: 1.5 }, unit: 'times', command: 'npm run bench:fanout' },
+  { what: 'one event to 10,000 sockets, p50, to a bare `ws` server', benches: ['fanout'], figure: ['10000.pair_ratio_p50', '10000.ratio_p50'], target: { at: 'most', value: 1.5 }, unit: 'times', command: 'npm run bench:fanout' },
+  { what: 'webhook deliveries/s of one instance, to a bare sign-and-post loop', benches: ['webhooks'], figure: 'ratio', target: { at: 'least', value: 0.7 }, unit: 'ratio', command: 'npm run bench:webhooks' },
+  { what: 'webhook lag from commit to delivery, p99, at half the send rate', benches: ['webhooks'], figure: 'lag_p99_ms', target: { at: 'most', value: 500 }, unit: 'ms', command: 'npm run bench:webhooks' },
+  { what: '50 uploads of 20 MiB to local disk, to a plain copy of the bytes', benches: ['files'], figure: 'local.ratio', target: { at: 'least', value: 0.7 }, unit: 'ratio', command: 'npm run bench:files' },
+  { what: 'the same to S3, to the client\'s own puts', benches: ['files'], figure: 's3.ratio', target: { at: 'least', value: 0.7 }, unit: 'ratio', command: 'npm run bench:files' },
+  { what: 'the service\'s memory growth during the uploads, local disk', benches: ['files'], figure: 'local.rss_peak_growth_mib', target: { at: 'most', value: 100 }, unit: 'MiB', command: 'npm run bench:files' },
+  { what: 'the service\'s memory growth during the uploads, S3', benches: ['files'], figure: 's3.rss_peak_growth_mib', target: { at: 'most', value: 100 }, unit: 'MiB', command: 'npm run bench:files' },
+  { what: 'first start on the embedded default, to PGlite creating a directory', benches: ['start'], figure: 'ratio.first_start_of_pglite_create', target: { at: 'most', value: 1.25 }, unit: 'times', command: 'npm run bench:start' },
+  { what: 'restart on the embedded default, to PGlite reopening it', benches: ['start'], figure: 'ratio.restart_of_pglite_reopen', target: { at: 'most', value: 4 }, unit: 'times', command: 'npm run bench:start' },
+];
+
+const BENCHMARKS: { command: string; measures: string }[] = [
+  { command: 'bench:conversations', measures: 'list (with and without a status filter), get and send at 10k and 1M conversations, with response validation on and off, as ratios of an ideal node:http + pg server doing only the work in one transaction, the servers taking turns (PostgreSQL with `DATABASE_URL`, else PGlite; `BENCH_ENDPOINTS` sets the order)' },
+  { command: 'bench:messages', measures: '100 agent sockets, senders posting as fast as taken: messages/s and the time from a send\'s answer to the last socket\'s frame, in phases alternating with sends to a tenant with no socket open (`BENCH_PAIRS`); then at half that rate' },
+  { command: 'bench:fanout', measures: '1,000 and 10,000 sockets of one tenant: time until the last has an event, beside a bare `ws` server broadcasting the same frame to as many sockets, timed in turns event by event after a warm-up; memory per connection and CPU per event' },
+  { command: 'bench:webhooks', measures: 'a backlog of deliveries (`BENCH_BACKLOG`, default 4000) drained by one instance into a loopback receiver, beside a bare loop signing and posting the same bodies (`BENCH_BARE_CLIENT=undici` to post as the service does), in turns; then the lag from commit to delivery at half the send rate; CPU per delivery of each process' },
+  { command: 'bench:files', measures: '50 concurrent 20 MiB uploads to local disk and to S3 (s3rver), beside a plain copy of the same bytes and a bare HTTP server writing them; the service\'s memory growth and CPU per MB by thread' },
+  { command: 'bench:start', measures: 'start to healthy on the embedded default: first start with and without the template, and restart, beside PGlite creating and reopening a directory' },
+  { command: 'bench:send-latency', measures: 'one message sent at a time on an idle service: p10, p50, p90 of the send and the service\'s CPU per send' },
+  { command: 'bench:login', measures: 'logins per second, and a cheap GET\'s p99 with and without logins running' },
+  { command: 'bench:heartbeat', measures: 'the event loop\'s time for one WebSocket heartbeat with N sockets of one login and N visitors of one tenant (the database answered at once)' },
+  { command: 'bench:route-lookup', measures: 'the cost of finding a request\'s operation: express-openapi-validator\'s own scan beside the app\'s lookup by segment count' },
+  { command: 'bench:feed-read', measures: 'PostgreSQL\'s CPU and the wall time of one read of a tenant\'s event feed, its statement named and not, in turns (`DATABASE_URL`)' },
+  { command: 'bench:webhook-claims', measures: 'PostgreSQL\'s CPU per webhook delivery for the claim and the outcome alone, in batches of `BENCH_BATCH`, beside alternative designs (`BENCH_DESIGNS`; `DATABASE_URL`; a schema of its own, dropped at the end)' },
+  { command: 'bench:probe', measures: 'the service alone, one endpoint at a time (`PROBE_ENDPOINTS`): req/s and CPU per request, with any setting switched by `PROBE_ENV` and, on PostgreSQL, `PROBE_SEED=n` conversations' },
+  { command: 'bench:compare a.json b.json', measures: 'the change of every figure between two results files (the newest run of each)' },
+];
+
+const DATABASES: Record<string, string> = { postgres: 'PostgreSQL', pglite: 'PGlite' };
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+function show(value: number, unit: Unit): string {
+  switch (unit) {
+    case 'ratio':
+      return value.toFixed(2);
+    case 'times':
+      return `${value.toFixed(2)}x`;
+    case 'share':
+      return `${(value * 100).toFixed(1)}%`;
+    case 'ms':
+      return `${Number(value.toPrecision(3))} ms`;
+    case 'MiB':
+      return `${Math.round(value)} MiB`;
+  }
+}
+
+/** The figure of one run for a goal, or undefined when the run did not measure it. */
+function figureOf(run: Run, goal: Goal): number | undefined {
+  const names = typeof goal.figure === 'string' ? [goal.figure] : goal.figure;
+  if (goal.of === 'worst') {
+    const values = names.map((n) => run.figures[n]).filter((v): v is number => typeof v === 'number');
+    if (values.length === 0) return undefined;
+    return goal.target.at === 'least' ? Math.min(...values) : Math.max(...values);
+  }
+  for (const name of names) if (typeof run.figures[name] === 'number') return run.figures[name];
+  return undefined;
+}
+
+export function render(results: Map<string, Run[]>): string {
+  const rows: string[] = [];
+  for (const goal of GOALS) {
+    const target = `${goal.target.at === 'least' ? '≥' : '≤'} ${show(goal.target.value, goal.unit)}`;
+    let lines = 0;
+    for (const bench of goal.benches) {
+      const runs = results.get(bench) ?? [];
+      for (const database of [...new Set(runs.map((r) => r.database))].sort()) {
+        const measured = runs.filter((r) => r.database === database).flatMap((r) => {
+          const value = figureOf(r, goal);
+          return value === undefined ? [] : [{ value, date: r.date.slice(0, 10) }];
+        });
+        if (measured.length === 0) continue;
+        const value = median(measured.map((m) => m.value));
+        const met = goal.target.at === 'least' ? value >= goal.target.value : value <= goal.target.value;
+        const dates = [...new Set(measured.map((m) => m.date))];
+        const onRecord = `${measured.length === 1 ? 'one run' : `median of ${measured.length} runs`}, ${dates.length === 1 ? dates[0] : `${dates[0]} to ${dates.at(-1)}`}`;
+        rows.push(`| ${goal.what} | ${target} | ${DATABASES[database] ?? database} | **${show(value, goal.unit)}** | ${met ? 'met' : 'not met'} | ${onRecord} | \`${goal.command}\` |`);
+        lines++;
+      }
+    }
+    if (lines === 0) rows.push(`| ${goal.what} | ${target} | | no run on record | | | \`${goal.command}\` |`);
+  }
+  return `# Benchmarks
+
+<!-- Generated by \`npm run bench:docs\` from scripts/bench/results/*.json: do not edit. \`npm run check\` fails when
+this page is not what the results say. -->
+
+Each goal, the latest figure on record and the command that measures it. Every benchmark writes its figures
+to \`scripts/bench/results/<name>.json\`, which keeps its last runs on each database; the figure here is their
+median. Ratios are against a baseline measured in the same run on the same machine (the development
+machine has two cores, shared by the load generator, the database and every server), so compare ratios
+across machines, not rates. After a change, run the benchmark a few times and then \`npm run bench:docs\`;
+\`npm run bench:compare before.json after.json\` shows what the change did to every figure.
+
+## Goals
+
+| goal | target | database | figure | | on record | command |
+|---|---|---|---|---|---|---|
+${rows.join('\n')}
+
+## The benchmarks
+
+Each is \`npm run <command>\`; most take \`DATABASE_URL\` (PostgreSQL) and \`BENCH_CPU_PROF=dir\` (CPU profiles).
+
+| command | measures | on record |
+|---|---|---|
+${BENCHMARKS.map((b) => {
+  const name = b.command.replace(/^bench:/, '').split(' ')[0]!;
+  const files = [...results.keys()].filter((k) => k === name || k.startsWith(`${name}-`)).sort();
+  const record = files.map((f) => `\`results/${f}.json\``).join(', ') || '-';
+  return `| \`${b.command}\` | ${b.measures} | ${record} |`;
+}).join('\n')}
+`;
+}
+
+export function readResults(root: string): Map<string, Run[]> {
+  const dir = join(root, 'scripts/bench/results');
+  const results = new Map<string, Run[]>();
+  if (!existsSync(dir)) return results;
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+    results.set(file.slice(0, -'.json'.length), runsOf(JSON.parse(readFileSync(join(dir, file), 'utf8'))));
+  }
+  return results;
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const rootAt = args.indexOf('--root');
+  const root = resolve(rootAt >= 0 ? args[rootAt + 1]! : new URL('../..', import.meta.url).pathname);
+  const page = join(root, 'docs/benchmarks.md');
+  const text = render(readResults(root));
+  if (args.includes('--check')) {
+    if (!existsSync(page) || readFileSync(page, 'utf8') !== text) {
+      console.error('docs/benchmarks.md is out of date with scripts/bench/results/: run npm run bench:docs and commit it');
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(page, text);
+    console.log(`wrote ${page}`);
+  }
+}
