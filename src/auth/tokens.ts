@@ -20,13 +20,12 @@ export interface AccessClaims {
 
 export class TokenService {
   // A key object, made once: given a string, jsonwebtoken first tries it as a PEM public key at every
-  // verify, and that failed parse (an exception) was about 5% of a cheap request's CPU.
+  // verify, and that failed parse (an exception) was a visible share of a cheap request's CPU.
   readonly #secret: KeyObject;
   readonly #now: () => number;
   /**
    * Access tokens already verified, with their claims and expiry: a client sends the same token with every
-   * request for its 15 minutes, and checking its HMAC and claims again each time was 3% of a GET's CPU
-   * under the profiler.
+   * request for its 15 minutes, and checking its HMAC and claims again each time showed in a GET's profile.
    * Only a token that passed the full check gets here; its expiry is still checked at every use, against
    * the same clock. Revocation is not the token's business (the session check after it decides).
    */

@@ -8,9 +8,8 @@ import type { Tx } from './database.ts';
  * Left to its statistics, the planner sorts: a queue table that grew since it was last analyzed (a
  * backlog after a quiet spell, a fresh database) looks small, and reading every due row, sorting and
  * keeping n then costs less on paper than walking the index. In fact every claim then read the whole
- * backlog, and cost more as it grew: PostgreSQL's CPU for the webhook claim, per delivery, was 59 µs at
- * 16,000 due and 179 µs at 64,000, against 12.5 to 18 and 12 in index order (bench:webhook-claims,
- * designs Cs-stale and C-stale). A sort is still made where nothing else can answer (enable_sort only
+ * backlog, and its cost per delivery grew with the backlog where the index order's stays flat (npm run
+ * bench:webhook-claims, designs Cs-stale and C-stale). A sort is still made where nothing else can answer (enable_sort only
  * prices it high).
  */
 export async function inDueOrder<T>(trx: Tx, claim: () => Promise<T>): Promise<T> {

@@ -84,8 +84,8 @@ export class PGlitePool implements PostgresPool {
   /**
    * Runs a statement with parameters under a name, as PGlite's own query does it otherwise: its query sends
    * Parse, Describe, Bind, Describe, Execute and Sync as six calls into the engine, and the engine
-   * parses and plans the statement every time (a GET of one conversation: 936 to 1,021 µs of the service's
-   * CPU, 603 to 653 by name, bench:probe). The values are serialised and the rows parsed by PGlite's own
+   * parses and plans the statement every time (most of a GET's database work on PGlite, under
+   * npm run bench:probe). The values are serialised and the rows parsed by PGlite's own
    * serializers and parsers, as query does. One that no longer fits (a column's type changed under it) fails once and is prepared anew.
    */
   async #run<R>(sqlText: string, parameters: readonly unknown[]): Promise<Results<R>> {

@@ -13,8 +13,8 @@ import type { DB } from './schema.ts';
 
 /**
  * A statement of a hot path, built and compiled by Kysely once instead of at every call. Kysely builds a
- * tree of frozen nodes for each query and walks it to make the SQL: under the profiler, 9% of a sent
- * message's CPU (five statements) and 5% of a GET's, where the SQL and the order of its values never change.
+ * tree of frozen nodes for each query and walks it to make the SQL, a visible share of a sent message's and
+ * a GET's CPU under the profiler, where the SQL and the order of its values never change.
  *
  * `build` writes the query as any repository does, with `p.<name>` where a value goes; it runs once, with
  * placeholders, and each call puts its values in their places. So the query's shape must not depend on
@@ -78,8 +78,8 @@ const PLACEHOLDER = Symbol('placeholder');
 
 /**
  * Server-side names of the prepared statements, by their SQL. On PostgreSQL a statement sent under a name
- * is parsed and planned once per connection (src/db/database.ts): the conversation read took 370 µs of
- * the server's CPU each time unnamed, 90 to 120 named. Only statements that name their columns get one: a
+ * is parsed and planned once per connection (src/db/database.ts): planning was most of the server's CPU
+ * for the conversation read sent unnamed. Only statements that name their columns get one: a
  * column added by a migration while an instance runs (a rolling deploy) changes what `*` means, and
  * PostgreSQL refuses to run a prepared `*` whose answer changed shape ("cached plan must not change
  * result type") until the connection is gone.

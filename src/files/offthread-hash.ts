@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { HashReply, HashRequest } from './hash.worker.ts';
 
-// SHA-256 of uploads on a worker thread. Hashing is most of an upload's CPU on the event loop (a third of
-// the main thread under 50 concurrent uploads, bench:files), and the digest is needed only once the file
+// SHA-256 of uploads on a worker thread. Hashing is most of an upload's CPU on the event loop (profiled
+// under npm run bench:files), and the digest is needed only once the file
 // has ended: so the bytes are copied into batches handed to one worker, while the event loop goes on
 // parsing and writing. A session waits (the upload's stream with it) while two or more of its batches are
 // still being hashed, so a slow worker slows uploads instead of piling their bytes up in memory. The worker

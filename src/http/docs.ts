@@ -18,7 +18,7 @@ export function contractDocsRouter(contract: Contract): Router {
   // A relative server first, so the rendered docs' requests go to this service wherever it runs (the
   // contract's own servers name localhost and the mock).
   const served = { ...contract.document, servers: [{ url: contract.basePath, description: 'This service' }, ...(contract.document.servers ?? [])] };
-  // Rendered at the first request, not at start: writing YAML took 45 to 70 ms of every start, and the
+  // Rendered at the first request, not at start: writing YAML was a noticeable part of every start, and the
   // YAML library itself loads only then.
   const once = <T>(make: () => Promise<T>) => {
     let made: Promise<T> | undefined;

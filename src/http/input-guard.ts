@@ -12,8 +12,8 @@ import { type Contract, operationKeyOf, requestOperationKey } from './contract.t
 //   for them (so limit=Infinity passed a maximum of 100); it also reads " " as 0 and "0x10" as 16;
 // - bodies nested deeper than anyone writes them, which recursive code further on would choke on;
 // - arrays longer than their schema's maxItems (or than MAX_ARRAY_ITEMS anywhere): the validator, which
-//   reports every error, checks each item of an array it will refuse anyway, and ten thousand workflow
-//   actions held the event loop for 11 s and answered 4.8 MB of findings.
+//   reports every error, checks each item of an array it will refuse anyway: ten thousand workflow
+//   actions held the event loop for seconds and answered megabytes of findings.
 
 export const MAX_BODY_DEPTH = 32;
 /** No array of any request is longer (the contract's largest maxItems is 500): past it, refused unread. */

@@ -3,8 +3,8 @@ import { requireFromValidator } from './validator-internals.ts';
 // express-openapi-validator 5.6 rewrites a request's parameters before validating them (form-exploded
 // objects, delimited arrays, JSON in parameters, bracket notation) in RequestParameterMutator.modifyRequest,
 // and refuses query values with unencoded reserved characters. It works it all out again at every request:
-// it parses the URL twice and resolves each parameter of the operation, a list page's ten of them 30 µs of
-// its 620 µs of CPU (bench:probe). For operations whose parameters are all plain values in the path, query
+// it parses the URL twice and resolves each parameter of the operation (a visible share of a list page's
+// CPU under npm run bench:probe). For operations whose parameters are all plain values in the path, query
 // or headers, nothing of that changes a request whose query holds no reserved character and no bracketed
 // key: such requests skip it. Whether an operation's parameters are plain is decided once, with the
 // validator's own reading of them, after its first request went through the whole of it. Anything else

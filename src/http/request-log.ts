@@ -23,9 +23,8 @@ export interface RequestLogOptions {
  * One line per request when its answer ends, in pino-http's shape (`req`, `res`, `duration_ms`, "request
  * completed"), at info, warn for 4xx, error for 5xx. Written by hand because pino-http builds a child
  * logger per request, serialising the request's headers through the redaction, before it knows whether a
- * line will be written, at a LOG_LEVEL that writes none as much as at one that does: without any request
- * logging a GET took 110 µs less of its 700 (npm run bench:probe, on a build without the logger). Here the
- * line is built only when its level is enabled.
+ * line will be written, at a LOG_LEVEL that writes none as much as at one that does: a large share of a
+ * GET's CPU under npm run bench:probe. Here the line is built only when its level is enabled.
  */
 export function requestLog(logger: Logger, options: RequestLogOptions): RequestHandler {
   // Credentials never reach the logs.
@@ -35,8 +34,8 @@ export function requestLog(logger: Logger, options: RequestLogOptions): RequestH
     const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', id);
     req.id = id;
-    // A plain property: an accessor defined on each request turned it into a slow object for everything
-    // after (50 µs of a GET).
+    // A plain property: an accessor defined on each request turned it into a slow (dictionary-mode) object
+    // for everything after.
     req.log = lines;
     const started = performance.now();
     const end = () => {
