@@ -979,9 +979,14 @@ export interface paths {
         };
         /**
          * A file's metadata and a download URL valid for 10 minutes
-         * @description `url` downloads the file as an attachment (`Content-Disposition: attachment`,
-         *     `X-Content-Type-Options: nosniff`) until `expires_at`. With local storage it is the service's own
-         *     signed `/v1/files/{id}/content` link; with S3 storage, the store's pre-signed URL.
+         * @description `url` downloads the file as an attachment (`Content-Disposition: attachment` with its name) until
+         *     `expires_at`. With local storage it is the service's own signed `/v1/files/{id}/content` link,
+         *     which sends the file's `content_type` with `X-Content-Type-Options: nosniff` and
+         *     `Content-Security-Policy: default-src 'none'; sandbox`. With S3 storage it is the store's pre-signed
+         *     URL, which can send neither: it is signed with `response-content-disposition` (attachment) and
+         *     `response-content-type`, which is the file's `content_type` only for images other than SVG, audio,
+         *     video and `application/pdf`, and `application/octet-stream` for everything else (text, HTML, SVG,
+         *     XML, JavaScript and any other type), so a browser runs nothing it serves.
          */
         get: operations["getFile"];
         put?: never;

@@ -217,8 +217,36 @@ for (const makeBackend of [localBackend, s3Backend]) {
       expect(binary.body.content_type).to.equal('application/octet-stream');
       const meta = await request(base).get(`/api/v1/files/${res.body.id}`).set(bearer(t.owner.accessToken)).expect(200);
       const download = await fetch(meta.body.url);
-      expect(download.headers.get('content-type')).to.match(/^text\/plain/);
-      expect(download.headers.get('content-disposition')).to.match(/^attachment;/);
+      expect(download.headers.get('content-disposition')).to.match(/^attachment; filename="page.html"/);
+      expect(Buffer.from(await download.arrayBuffer()).equals(html)).to.equal(true);
+      if (backend.name === 'local') {
+        // The service's own link says nosniff and sandboxes the bytes: the sniffed type can stand.
+        expect(download.headers.get('content-type')).to.equal('text/plain; charset=utf-8');
+        expect(download.headers.get('x-content-type-options')).to.equal('nosniff');
+      } else {
+        // A store's link cannot say nosniff: it is signed to serve anything a browser could run as bytes.
+        expect(download.headers.get('content-type')).to.equal('application/octet-stream');
+        expect(new URL(meta.body.url).searchParams.get('response-content-type')).to.equal('application/octet-stream');
+      }
+    });
+
+    it('a store link keeps the type only of images, audio, video and PDF; SVG, XML and JavaScript are bytes', async () => {
+      const cases: [content: Buffer, name: string, stored: string, served: string][] = [
+        [PNG, 'p.png', 'image/png', 'image/png'],
+        [Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n', 'latin1'), 'doc.pdf', 'application/pdf', 'application/pdf'],
+        [Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'), 'x.svg', '', 'application/octet-stream'],
+        [Buffer.from('<?xml version="1.0"?><x:script xmlns:x="http://www.w3.org/1999/xhtml">alert(1)</x:script>'), 'x.xml', '', 'application/octet-stream'],
+        [Buffer.from('alert(document.cookie)'), 'x.js', 'text/plain; charset=utf-8', 'application/octet-stream'],
+      ];
+      for (const [content, name, stored, served] of cases) {
+        const res = await upload(content, name).expect(201);
+        if (stored) expect(res.body.content_type, name).to.equal(stored);
+        const meta = await request(base).get(`/api/v1/files/${res.body.id}`).set(bearer(t.owner.accessToken)).expect(200);
+        const download = await fetch(meta.body.url);
+        expect(download.headers.get('content-disposition'), name).to.match(/^attachment;/);
+        expect(download.headers.get('content-type'), name).to.equal(backend.name === 'local' ? res.body.content_type : served);
+        await download.arrayBuffer();
+      }
     });
 
     it('accepts exactly 20 MiB', async () => {

@@ -73,6 +73,18 @@ export async function sniffContentType(head: Buffer): Promise<string> {
   return 'application/octet-stream';
 }
 
+/**
+ * The type a pre-signed store link serves the bytes as. The store cannot send `nosniff` nor a sandbox, so
+ * only types a browser shows without running anything keep theirs: images (not SVG), audio, video, PDF.
+ * Everything else, text/plain included (HTML, SVG, XML and JavaScript are sniffed as text), is served as
+ * application/octet-stream.
+ */
+export function storeDownloadType(contentType: string): string {
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  const inert = (type.startsWith('image/') && !type.includes('svg')) || type.startsWith('audio/') || type.startsWith('video/') || type === 'application/pdf';
+  return inert ? type : 'application/octet-stream';
+}
+
 function looksLikeText(head: Buffer): boolean {
   try {
     // stream: true tolerates a character cut at the end of the head.
@@ -230,7 +242,7 @@ export class FileService {
       (await this.storage.presignedUrl(row.storage_key, {
         ttlSeconds: DOWNLOAD_TTL_SECONDS,
         contentDisposition: attachmentDisposition(row.name),
-        contentType: row.content_type,
+        contentType: storeDownloadType(row.content_type),
       })) ?? this.#localUrl(baseUrl, row.id, expiresAt);
     const dto = toFileDto(row, principal.kind === 'visitor' ? { visitorId: principal.visitorId } : undefined);
     return { ...dto, url, expires_at: expiresAt.toISOString() };

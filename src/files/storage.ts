@@ -226,7 +226,8 @@ export class S3Storage implements FileStorage {
   }
 
   async presignedUrl(key: string, download: { ttlSeconds: number; contentDisposition: string; contentType: string }): Promise<string> {
-    // The store serves the download, on its own origin; these make it an attachment of the sniffed type.
+    // The store serves the download, on its own origin; these make it an attachment of the type given
+    // (FileService gives application/octet-stream for anything a browser could run: storeDownloadType).
     return this.#signer.presignedGetObject(this.bucket, checkKey(key), download.ttlSeconds, {
       'response-content-disposition': download.contentDisposition,
       'response-content-type': download.contentType,
