@@ -351,7 +351,7 @@ export interface paths {
          * The tenant's plan, subscription status, seats and limits
          * @description Read from the tenant's mirror of its Stripe subscription (kept by the webhook); never calls Stripe.
          *     Without a payment provider (`STRIPE_SECRET_KEY` unset) every tenant is on the `self_hosted` plan,
-         *     `active`, with no limits (`null`). With one, a tenant without a live subscription is on the `free`
+         *     `active`, with no limits (`null`) unless `BILLING_PLANS` gives that plan some. With one, a tenant without a live subscription is on the `free`
          *     plan; `status` is then the last subscription's (`canceled`, `unpaid`, ...) or `none`. `past_due` keeps
          *     the plan's limits while the provider retries the payment.
          */
@@ -6955,6 +6955,7 @@ export interface operations {
             415: components["responses"]["NotMultipart"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            402: components["responses"]["PaymentRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -8540,6 +8541,7 @@ export interface operations {
             415: components["responses"]["NotMultipart"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            402: components["responses"]["PaymentRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -224,6 +224,70 @@ describe('billing', () => {
     });
   });
 
+  describe('limits from BILLING_PLANS alone (no STRIPE_SECRET_KEY)', () => {
+    // What a self-hoster or a tester sets: the self_hosted plan with limits, no payment provider at all.
+    const env = { BILLING_PLANS: JSON.stringify({ self_hosted: { name: 'Our team', seats: 2, conversations_per_period: 2, storage_bytes: 1000 } }) };
+    let limited: Express;
+    before(async () => {
+      const { billing } = loadConfig(env);
+      expect(billing.stripe).to.equal(undefined);
+      limited = (await getHarness()).appWith({}, { config: { ...TEST_CONFIG, billing } });
+    });
+
+    it('the reads answer the configured self_hosted plan and its limits; checkout and portal stay 409', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      expect((await request(limited).get('/api/v1/billing/subscription').set(auth).expect(200)).body).to.deep.equal({
+        plan: 'self_hosted',
+        plan_name: 'Our team',
+        provider: 'none',
+        status: 'active',
+        seats: 2,
+        current_period_end: null,
+        cancel_at_period_end: false,
+        limits: { seats: 2, conversations_per_period: 2, storage_bytes: 1000 },
+      });
+      expect((await request(limited).get('/api/v1/billing/usage').set(auth).expect(200)).body).to.include({ seats_limit: 2, conversations_limit: 2, storage_limit_bytes: 1000 });
+      const checkout = { plan: 'self_hosted', success_url: 'https://app.example/ok', cancel_url: 'https://app.example/no' };
+      expectProblem(await request(limited).post('/api/v1/billing/checkout').set(auth).send(checkout), 409, 'ERR_BILLING_NOT_CONFIGURED');
+      expectProblem(await request(limited).post('/api/v1/billing/portal').set(auth).send({}), 409, 'ERR_BILLING_NOT_CONFIGURED');
+    });
+
+    it('seats, conversations and storage bite at the configured limits with 402 ERR_PLAN_LIMIT', async () => {
+      const t = await createTenant();
+      const auth = bearer(t.owner.accessToken);
+      const add = (seat: 'full' | 'lite') => request(limited).post(`/api/v1/tenants/${t.tenantId}/members`).set(auth).send({ email: uniqueEmail(), role: 'agent', seat });
+      await add('full').expect(201);
+      expect(expectProblem(await add('full'), 402, 'ERR_PLAN_LIMIT').detail).to.match(/^Plan limit reached: seats \(2 of 2 full seats are taken on the Our team plan/);
+      await add('lite').expect(201);
+
+      const start = async () => request(limited).post('/api/v1/conversations').set(auth).send({ visitor_id: await createVisitor(t) });
+      expect((await start()).status).to.equal(201);
+      expect((await start()).status).to.equal(201);
+      expect(expectProblem(await start(), 402, 'ERR_PLAN_LIMIT').detail).to.match(/^Plan limit reached: conversations \(2 of 2/);
+
+      const upload = (bytes: number) => request(limited).post('/api/v1/files').set(auth).attach('file', Buffer.alloc(bytes, 0x61), 'notes.txt');
+      await upload(600).expect(201);
+      expect(expectProblem(await upload(401), 402, 'ERR_PLAN_LIMIT').detail).to.match(/^Plan limit reached: storage \(600 of 1000 bytes/);
+      await upload(400).expect(201);
+      expect((await request(limited).get('/api/v1/billing/usage').set(auth).expect(200)).body).to.include({ seats_used: 2, conversations: 2, storage_bytes: 1000 });
+    });
+
+    it('self_hosted cannot be sold nor removed', () => {
+      expect(() => parsePlans('{"self_hosted":{"stripe_price_id":"price_1"}}')).to.throw(/self_hosted: stripe_price_id must be left out/);
+      expect(() => parsePlans('{"self_hosted":false}')).to.throw(/self_hosted plan cannot be removed/);
+      // Given no limit, it stays the unlimited plan, and nothing is checked.
+      expect(parsePlans('{"self_hosted":{"name":"Ours"}}').find((p) => p.id === 'self_hosted')).to.deep.equal({
+        id: 'self_hosted',
+        name: 'Ours',
+        stripePriceId: null,
+        seats: null,
+        conversationsPerPeriod: null,
+        storageBytes: null,
+      });
+    });
+  });
+
   describe('access', () => {
     it('owners and admins read; agents are refused; API keys need billing:read and cannot start checkout or portal', async () => {
       const t = await createTenant();

@@ -108,6 +108,10 @@ export class BillingService implements PlanLimits {
   readonly #plans: Plan[];
   readonly #stripe: Stripe | undefined;
   readonly #webhookSecret: string;
+  /** The plan without a payment provider: SELF_HOSTED_PLAN, or BILLING_PLANS' self_hosted entry. */
+  readonly #selfHosted: Plan;
+  /** Whether any limit can bite: with a provider, or a self_hosted plan that has limits. Else the checks query nothing. */
+  readonly #limited: boolean;
 
   constructor(deps: { database: Database; logger: Logger; appUrl: string; config: BillingConfig | undefined; stripe?: Stripe }) {
     this.#database = deps.database;
@@ -117,6 +121,9 @@ export class BillingService implements PlanLimits {
     const stripeConfig = deps.config?.stripe;
     this.#webhookSecret = stripeConfig?.webhookSecret ?? '';
     this.#stripe = stripeConfig ? (deps.stripe ?? new (loadStripe())(stripeConfig.secretKey, { maxNetworkRetries: 2, timeout: 10_000 })) : undefined;
+    this.#selfHosted = this.#plan(SELF_HOSTED_PLAN.id) ?? SELF_HOSTED_PLAN;
+    const h = this.#selfHosted;
+    this.#limited = this.#stripe !== undefined || h.seats !== null || h.conversationsPerPeriod !== null || h.storageBytes !== null;
   }
 
   // ---- Reads: from the mirror only, never from Stripe ---------------------------------------------
@@ -161,7 +168,7 @@ export class BillingService implements PlanLimits {
   // ---- Limits, checked in the transaction of the write they guard ---------------------------------
 
   async assertSeatsAvailable(trx: Tx, tenantId: string, adding: number): Promise<void> {
-    if (!this.#stripe) return;
+    if (!this.#limited) return;
     await repo.lockPlanLimits(trx, tenantId);
     const s = await this.#standing(trx, tenantId, new Date());
     if (s.seats === null) return;
@@ -172,7 +179,7 @@ export class BillingService implements PlanLimits {
   }
 
   async assertConversationAvailable(trx: Tx, tenantId: string): Promise<void> {
-    if (!this.#stripe) return;
+    if (!this.#limited) return;
     await repo.lockPlanLimits(trx, tenantId);
     const s = await this.#standing(trx, tenantId, new Date());
     const limit = s.plan.conversationsPerPeriod;
@@ -185,7 +192,7 @@ export class BillingService implements PlanLimits {
 
   /** For the files feature: call it in the upload's transaction before the file's row is written. */
   async assertStorageAvailable(trx: Tx, tenantId: string, bytes: number): Promise<void> {
-    if (!this.#stripe) return;
+    if (!this.#limited) return;
     await repo.lockPlanLimits(trx, tenantId);
     const s = await this.#standing(trx, tenantId, new Date());
     const limit = s.plan.storageBytes;
@@ -198,10 +205,10 @@ export class BillingService implements PlanLimits {
 
   async checkout(user: UserPrincipal, input: S['CheckoutCreate']): Promise<S['CheckoutSession']> {
     const stripe = this.#requireStripe();
-    const plan = this.#plans.find((p) => p.id === input.plan && p.id !== FREE_PLAN_ID);
+    const sold = this.#plans.filter((p) => p.id !== FREE_PLAN_ID && p.id !== SELF_HOSTED_PLAN.id);
+    const plan = sold.find((p) => p.id === input.plan);
     if (!plan) {
-      const sold = this.#plans.filter((p) => p.id !== FREE_PLAN_ID).map((p) => p.id);
-      throw invalidInput({ field: 'plan', message: `is not a plan of this installation (${sold.join(', ')})` });
+      throw invalidInput({ field: 'plan', message: `is not a plan of this installation (${sold.map((p) => p.id).join(', ')})` });
     }
     if (!plan.stripePriceId) throw notConfigured(`The plan ${plan.id} has no Stripe price (set stripe_price_id in BILLING_PLANS)`);
     const { standing, seatsUsed } = await this.#database.withTenant(user.tenantId, async (trx) => ({
@@ -279,7 +286,8 @@ export class BillingService implements PlanLimits {
   async #standing(trx: Tx, tenantId: string, now: Date): Promise<Standing> {
     const month = calendarMonth(now);
     if (!this.#stripe) {
-      return { plan: SELF_HOSTED_PLAN, provider: 'none', status: 'active', seats: null, account: undefined, periodStart: month.start, periodEnd: month.end, live: false };
+      const plan = this.#selfHosted;
+      return { plan, provider: 'none', status: 'active', seats: plan.seats, account: undefined, periodStart: month.start, periodEnd: month.end, live: false };
     }
     const account = await repo.findAccount(trx, tenantId);
     const free = this.#plan(FREE_PLAN_ID)!;

@@ -15,7 +15,11 @@ export interface Plan {
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
-/** Every tenant's plan when no payment provider is configured: nothing is limited, nothing is sold. */
+/**
+ * Every tenant's plan when no payment provider is configured: nothing is sold, and by default nothing is
+ * limited. BILLING_PLANS may give it limits (`{"self_hosted":{"seats":5}}`): limits without Stripe, for an
+ * installation that wants them or a tester.
+ */
 export const SELF_HOSTED_PLAN: Plan = {
   id: 'self_hosted',
   name: 'Self-hosted',
@@ -59,8 +63,9 @@ export function parsePlans(json: string | undefined): Plan[] {
   }
   if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new Error('must be a JSON object of plans by id');
   for (const [id, spec] of Object.entries(given)) {
-    if (!PLAN_ID.test(id) || id === SELF_HOSTED_PLAN.id) throw new Error(`plan id ${JSON.stringify(id)} must match ${PLAN_ID.source} and not be self_hosted`);
+    if (!PLAN_ID.test(id)) throw new Error(`plan id ${JSON.stringify(id)} must match ${PLAN_ID.source}`);
     if (spec === false) {
+      if (id === SELF_HOSTED_PLAN.id) throw new Error('the self_hosted plan cannot be removed (it is the plan without a payment provider)');
       if (id === FREE_PLAN_ID) throw new Error('the free plan cannot be removed (it is the plan without a subscription)');
       plans.delete(id);
       continue;
@@ -69,7 +74,10 @@ export function parsePlans(json: string | undefined): Plan[] {
     const s = spec as Record<string, unknown>;
     const unknown = Object.keys(s).filter((k) => !(KEYS as readonly string[]).includes(k));
     if (unknown.length > 0) throw new Error(`plan ${id}: unknown ${unknown.join(', ')} (known: ${KEYS.join(', ')})`);
-    const base = plans.get(id) ?? { id, name: id, stripePriceId: null, seats: null, conversationsPerPeriod: null, storageBytes: null };
+    if (id === SELF_HOSTED_PLAN.id && s.stripe_price_id !== undefined && s.stripe_price_id !== null) {
+      throw new Error('plan self_hosted: stripe_price_id must be left out (the plan without a payment provider is never sold)');
+    }
+    const base = plans.get(id) ?? (id === SELF_HOSTED_PLAN.id ? SELF_HOSTED_PLAN : { id, name: id, stripePriceId: null, seats: null, conversationsPerPeriod: null, storageBytes: null });
     if (s.name !== undefined && (typeof s.name !== 'string' || s.name.length === 0)) throw new Error(`plan ${id}: name must be a string`);
     if (s.stripe_price_id !== undefined && s.stripe_price_id !== null && typeof s.stripe_price_id !== 'string') {
       throw new Error(`plan ${id}: stripe_price_id must be a string`);
