@@ -24,7 +24,7 @@ function kind(m: Message): string {
 export function Thread({ id, me, team }: { id: string; me: string | undefined; team: TeamMember[] }) {
   const thread = useThread(id);
   const messages = useMemo(() => (thread.data?.pages ?? []).flatMap((p) => p.data).toReversed(), [thread.data]);
-  const end = useRef<HTMLLIElement>(null);
+  const end = useRef<HTMLDivElement>(null);
   const newest = messages.at(-1)?.id;
   useEffect(() => {
     end.current?.scrollIntoView({ block: 'end' });
@@ -38,30 +38,32 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
           {thread.isFetchingNextPage ? 'Loading…' : 'Load earlier messages'}
         </button>
       )}
-      <ol className="messages" role="log" aria-label="Messages">
-        {messages.map((m) => {
-          const k = kind(m);
-          return (
-            <li key={m.id} className={`message ${k}`} data-message={m.id}>
-              <span className="who">
-                {k === 'note' ? `Internal note · ${who(m, me, team)}` : who(m, me, team)}
-                <time dateTime={m.created_at}>{time(m.created_at)}</time>
-              </span>
-              <span className="text">{m.content}</span>
-              {m.attachments.length > 0 && (
-                <ul className="attachments" aria-label="Attachments">
-                  {m.attachments.map((a) => (
-                    <li key={a.id}>
-                      {a.name} ({Math.ceil(a.size / 1024)} KB)
-                    </li>
-                  ))}
-                </ul>
-              )}
-            </li>
-          );
-        })}
-        <li ref={end} className="end" aria-hidden="true" />
-      </ol>
+      <div role="log" aria-label="Messages">
+        <ol className="messages">
+          {messages.map((m) => {
+            const k = kind(m);
+            return (
+              <li key={m.id} className={`message ${k}`} data-message={m.id}>
+                <span className="who">
+                  {k === 'note' ? `Internal note · ${who(m, me, team)}` : who(m, me, team)}
+                  <time dateTime={m.created_at}>{time(m.created_at)}</time>
+                </span>
+                <span className="text">{m.content}</span>
+                {m.attachments.length > 0 && (
+                  <ul className="attachments" aria-label="Attachments">
+                    {m.attachments.map((a) => (
+                      <li key={a.id}>
+                        {a.name} ({Math.ceil(a.size / 1024)} KB)
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </li>
+            );
+          })}
+        </ol>
+      </div>
+      <div ref={end} className="end" />
     </div>
   );
 }

@@ -7,7 +7,7 @@ export function VisitorPanel({ visitorId }: { visitorId: string }) {
   const v = visitor.data;
   if (!v) return null;
   return (
-    <aside className="visitor" aria-label="Visitor">
+    <aside className="visitor-panel" aria-label="Visitor">
       <h3>{v.contact?.name ?? v.name ?? 'Anonymous visitor'}</h3>
       {(v.contact?.email ?? v.email) && <p>{v.contact?.email ?? v.email}</p>}
       {v.recent_pages.length > 0 && (

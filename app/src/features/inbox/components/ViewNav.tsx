@@ -13,9 +13,14 @@ export function ViewNav() {
           const total = lists[i]?.data?.pagination.total;
           return (
             <li key={view.id}>
-              <NavLink to={`/inbox/${view.id}`} aria-label={total === undefined ? view.label : `${view.label}, ${total}`}>
+              <NavLink to={`/inbox/${view.id}`}>
                 <span>{view.label}</span>
-                {total !== undefined && view.id !== 'closed' && <span className="count">{total}</span>}
+                {total !== undefined && view.id !== 'closed' && (
+                  <span className="count">
+                    <span className="visually-hidden">, </span>
+                    {total}
+                  </span>
+                )}
               </NavLink>
             </li>
           );

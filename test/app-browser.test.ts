@@ -1,0 +1,247 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AxeBuilder } from '@axe-core/playwright';
+import { expect } from 'chai';
+import type { Page } from 'playwright-core';
+import request from 'supertest';
+import { type DemoSite, startDemoSite } from '../scripts/demo-site.ts';
+import { APP_CSP } from '../src/http/team-app.ts';
+import { openBrowser, type Browsing } from './support/browser.ts';
+import { addMember, createTenant, PASSWORD, type TestTenant } from './support/factories.ts';
+import { type RealtimeServer, startRealtime } from './support/realtime.ts';
+
+export const SCREENSHOTS = join(import.meta.dirname, '..', 'artifacts', 'screenshots');
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+const WAIT = { timeout: 15_000 };
+/** A view's link as a screen reader names it: its label, then how many conversations it holds. */
+const viewName = (label: string, count: number) => new RegExp(`^${label}\\W+${count}$`);
+
+// The team app (app/, served at /app) against the real service and its socket, in Debian's chromium: an
+// agent in one browser, a visitor with the bubble on the demo site (another origin) in another. Every
+// wait is for something to appear on screen, never a sleep.
+describe('the team app in a browser', function () {
+  this.timeout(120_000);
+  let rt: RealtimeServer;
+  let site: DemoSite;
+  let api: string;
+  const open: Browsing[] = [];
+
+  before(async () => {
+    rt = await startRealtime();
+    api = rt.wsUrl.replace(/^ws/, 'http').replace(/\/api\/v1\/ws$/, '');
+    site = await startDemoSite({ scriptUrl: `${api}/widget.js` });
+  });
+  afterEach(async () => {
+    for (const b of open.splice(0)) await b.close();
+  });
+  after(async () => {
+    await site?.close();
+    await rt?.close();
+  });
+
+  async function browser(options: Parameters<typeof openBrowser>[0] = {}) {
+    const b = await openBrowser(options);
+    open.push(b);
+    return b;
+  }
+
+  async function widgetOf(t: TestTenant) {
+    const auth = bearer(t.owner.accessToken);
+    const widget = (await request(rt.app).post('/api/v1/widgets').set(auth).send({ name: 'Shop', settings: { color: '#0a7d4f', greeting: 'Hello!' } }).expect(201)).body;
+    await request(rt.app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'localhost' }).expect(201);
+    return widget as { id: string };
+  }
+
+  /** The app's page, with every console error and failed page error kept for the test to check. */
+  async function appPage(b: Browsing) {
+    const page = await b.context.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    return { page, errors };
+  }
+
+  async function logIn(page: Page, email: string) {
+    await page.goto(`${api}/app/`);
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+    // Live: the socket said welcome (the banner says nothing while it is).
+    await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+  }
+
+  async function visitorWrites(page: Page, text: string) {
+    const input = page.locator('chat-widget textarea#chat-input');
+    await input.fill(text);
+    await page.keyboard.press('Enter');
+    await page.locator('chat-widget .log li.visitor', { hasText: text }).waitFor(WAIT);
+  }
+
+  async function openBubble(page: Page, widgetId: string) {
+    await page.goto(`${site.url}/?widget=${widgetId}`);
+    await page.locator('chat-widget .root[data-state="connected"]').waitFor({ state: 'attached', ...WAIT });
+    await page.locator('chat-widget .bubble').click();
+    await page.locator('chat-widget .panel').waitFor({ state: 'visible', ...WAIT });
+  }
+
+  async function seriousViolations(page: Page, screen: string) {
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    expect(serious.map((v) => `${screen}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).to.deep.equal([]);
+  }
+
+  it('is served at /app: the history fallback, long-cached hashed assets, a CSP without inline scripts', async () => {
+    const index = await request(rt.app).get('/app/inbox/mine/conv_x').expect(200);
+    expect(index.headers['content-type']).to.match(/^text\/html/);
+    expect(index.headers['cache-control']).to.equal('no-cache');
+    expect(index.headers['content-security-policy']).to.equal(APP_CSP);
+    expect(APP_CSP).to.include("script-src 'self'").and.not.include('unsafe-inline');
+    expect(index.text).not.to.match(/<script>|<script type="module">|<style/);
+    const asset = /src="(\/app\/assets\/[^"]+\.js)"/.exec(index.text)?.[1];
+    expect(asset).to.be.a('string');
+    const js = await request(rt.app).get(asset!).expect(200);
+    expect(js.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
+    await request(rt.app).get('/app/assets/missing-abc.js').expect(404);
+    await request(rt.app).get('/app').expect(301).expect('location', '/app/');
+    // The mail-link pages answer under /app too, for an APP_URL pointing at the app.
+    const verify = await request(rt.app).get('/app/verify-email?token=abc').expect(200);
+    expect(verify.text).to.include('Confirm your e-mail address');
+  });
+
+  it('an agent logs in, a visitor writes and it appears live, the agent answers with a canned response, the visitor reads it; no serious axe finding', async () => {
+    const t = await createTenant();
+    const widget = await widgetOf(t);
+    await request(rt.app)
+      .post('/api/v1/canned-responses')
+      .set(bearer(t.owner.accessToken))
+      .send({ shortcut: 'norway', title: 'Shipping to Norway', content: 'Yes, we ship to Norway: 3 days, free above 100 EUR.' })
+      .expect(201);
+    const agentBrowser = await browser();
+    const { page: agent, errors } = await appPage(agentBrowser);
+    await seriousViolationsOnLogin(agent);
+    await logIn(agent, t.owner.email);
+    await agent.getByRole('link', { name: /^Unassigned/ }).click();
+    await agent.getByRole('heading', { name: 'Unassigned' }).waitFor(WAIT);
+    await agent.getByText('Nothing here right now.').waitFor(WAIT);
+    await seriousViolations(agent, 'inbox');
+
+    // The visitor writes on the demo site: the conversation appears in the agent's list without a reload.
+    const visitorBrowser = await browser();
+    const visitor = await visitorBrowser.context.newPage();
+    await openBubble(visitor, widget.id);
+    await markDocument(agent);
+    await visitorWrites(visitor, 'Do you ship to Norway?');
+    const item = agent.locator('.conversations li', { hasText: 'Do you ship to Norway?' });
+    await item.waitFor(WAIT);
+    await agent.getByRole('link', { name: viewName('Unassigned', 1) }).waitFor(WAIT);
+    await item.getByRole('link').click();
+    await agent.locator('.messages li.visitor', { hasText: 'Do you ship to Norway?' }).waitFor(WAIT);
+
+    // Assign to me: the conversation moves from Unassigned to Mine.
+    await agent.getByRole('button', { name: 'Assign to me' }).click();
+    await agent.getByText('Assigned to you').waitFor(WAIT);
+    await agent.getByRole('link', { name: viewName('Mine', 1) }).waitFor(WAIT);
+    await agent.getByRole('link', { name: viewName('Unassigned', 0) }).waitFor(WAIT);
+
+    // The canned response, by keyboard: "/" opens them, Enter takes one, Enter sends.
+    const box = agent.getByRole('combobox', { name: 'Reply to the visitor' });
+    await box.focus();
+    await box.pressSequentially('/nor');
+    await agent.getByRole('option', { name: /norway/ }).waitFor(WAIT);
+    await agent.keyboard.press('Enter');
+    expect(await box.inputValue()).to.equal('Yes, we ship to Norway: 3 days, free above 100 EUR.');
+    await agent.keyboard.press('Enter');
+    await agent.locator('.messages li.agent', { hasText: 'free above 100 EUR' }).waitFor(WAIT);
+    await visitor.locator('chat-widget .log li.team', { hasText: 'Yes, we ship to Norway: 3 days, free above 100 EUR.' }).waitFor(WAIT);
+
+    // An internal note: marked as one, and never shown to the visitor.
+    await agent.getByLabel('Internal note').check();
+    const note = agent.getByRole('combobox', { name: 'Internal note' });
+    await note.fill('VIP customer, be generous');
+    await agent.keyboard.press('Enter');
+    await agent.locator('.messages li.note', { hasText: 'VIP customer' }).waitFor(WAIT);
+    expect(await agent.locator('.messages li.note .who').textContent()).to.match(/^Internal note · You/);
+    await seriousViolations(agent, 'conversation');
+
+    // The visitor writes again: it appears in the open thread, once.
+    await visitorWrites(visitor, 'Great, thanks!');
+    await agent.locator('.messages li.visitor', { hasText: 'Great, thanks!' }).waitFor(WAIT);
+    expect(await agent.locator('.messages li', { hasText: 'Great, thanks!' }).count()).to.equal(1);
+    expect(await visitor.locator('chat-widget .log li', { hasText: 'VIP customer' }).count()).to.equal(0);
+
+    // Close: the thread says so, the reply box gives way to Reopen.
+    await agent.getByRole('button', { name: 'Close' }).click();
+    await agent.getByText('This conversation is closed. Reopen it to answer.').waitFor(WAIT);
+    await agent.getByRole('button', { name: 'Reopen' }).waitFor(WAIT);
+    expect(await sameDocument(agent), 'no reload').to.equal(true);
+    expect(errors).to.deep.equal([]);
+  });
+
+  async function seriousViolationsOnLogin(page: Page) {
+    await page.goto(`${api}/app/`);
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await seriousViolations(page, 'login');
+  }
+
+  /** Marks the loaded document: the mark still there later means the page was never reloaded. */
+  const markDocument = (page: Page) => page.evaluate(() => ((globalThis as any).loadedOnce = true));
+  const sameDocument = (page: Page) => page.evaluate(() => (globalThis as any).loadedOnce === true);
+
+  it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {
+    const t = await createTenant();
+    const lite = await addMember(t, { seat: 'lite' });
+    const visitorToken = await startVisitorConversation(t, 'Is anyone there?');
+    expect(visitorToken).to.be.a('string');
+    const b = await browser();
+    const { page, errors } = await appPage(b);
+    await logIn(page, lite.email);
+    await page.getByText('Read-only seat').waitFor(WAIT);
+    await page.getByRole('link', { name: /^Unassigned/ }).click();
+    await page.locator('.conversations li', { hasText: 'Is anyone there?' }).getByRole('link').click();
+    await page.locator('.messages li.visitor', { hasText: 'Is anyone there?' }).waitFor(WAIT);
+    await page.getByText('Your seat is read-only').waitFor(WAIT);
+    const buttons = await page.getByRole('button').allTextContents();
+    expect(buttons).to.deep.equal(['Log out']);
+    expect(await page.locator('textarea').count()).to.equal(0);
+    expect(errors).to.deep.equal([]);
+  });
+
+  async function startVisitorConversation(t: TestTenant, content: string): Promise<string> {
+    const widget = await widgetOf(t);
+    const origin = { Origin: site.url };
+    const started = await request(rt.app).post('/api/v1/widget/sessions').set(origin).send({ widget_id: widget.id, page_url: `${site.url}/pricing`, page_title: 'Pricing' }).expect(201);
+    const token = started.body.visitor_token as string;
+    await request(rt.app).post('/api/v1/widget/conversations').set(origin).set(bearer(token)).send({ content }).expect(201);
+    return token;
+  }
+
+  it('looks right on a desktop and on a phone (screenshots)', async () => {
+    const t = await createTenant();
+    await startVisitorConversation(t, 'Hi! Does the Trailhead 2 fit two people with packs?');
+    await mkdir(SCREENSHOTS, { recursive: true });
+    for (const device of [
+      { name: 'desktop', viewport: { width: 1280, height: 800 }, isMobile: false },
+      { name: 'phone', viewport: { width: 390, height: 844 }, isMobile: true },
+    ]) {
+      const b = await browser(device);
+      const { page, errors } = await appPage(b);
+      await page.goto(`${api}/app/`);
+      await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+      await page.screenshot({ path: join(SCREENSHOTS, `app-login-${device.name}.png`) });
+      await logIn(page, t.owner.email);
+      await page.getByRole('link', { name: /^Unassigned/ }).click();
+      const item = page.locator('.conversations li', { hasText: 'Trailhead' });
+      await item.waitFor(WAIT);
+      await page.screenshot({ path: join(SCREENSHOTS, `app-inbox-${device.name}.png`) });
+      await item.getByRole('link').click();
+      await page.screenshot({ path: join(SCREENSHOTS, `app-conversation-${device.name}.png`) });
+      await page.locator('.messages li.visitor', { hasText: 'Trailhead' }).waitFor(WAIT);
+      await page.screenshot({ path: join(SCREENSHOTS, `app-conversation-${device.name}.png`) });
+      expect(errors).to.deep.equal([]);
+    }
+  });
+});
