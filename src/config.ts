@@ -82,7 +82,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       VALIDATE_RESPONSES: bool({ default: true, desc: 'check every response against the contract' }),
       SHUTDOWN_TIMEOUT_MS: num({ default: 10_000 }),
       SESSION_CACHE_MS: positiveInt(0, 300_000)({ default: 30_000, desc: 'how long a live login is trusted without a database check; changes evict at once; 0 turns it off' }),
-      APP_URL: url({ default: 'http://localhost:3000', desc: 'web app that mail links open' }),
+      APP_URL: url({ default: 'http://localhost:3000/app', desc: 'web app that mail links open (the team app the service serves at /app)' }),
       SMTP_URL: url({ default: undefined, desc: 'smtp://user:pass@host:587; unset writes mail to DATA_DIR/mail' }),
       MAIL_FROM: str({ default: 'Customer Chat <no-reply@customer-chat.local>' }),
       RATE_LIMIT_PER_MINUTE: positiveInt(1, 1_000_000)({ default: 1200, desc: 'requests a minute per user, API key or address' }),
