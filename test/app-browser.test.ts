@@ -2,12 +2,17 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
+import jwt from 'jsonwebtoken';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Page } from 'playwright-core';
 import request from 'supertest';
 import { type DemoSite, startDemoSite } from '../scripts/demo-site.ts';
+import { TokenService } from '../src/auth/tokens.ts';
 import { APP_CSP } from '../src/http/team-app.ts';
 import { openBrowser, type Browsing } from './support/browser.ts';
 import { addMember, createTenant, PASSWORD, type TestTenant } from './support/factories.ts';
+import { TEST_JWT_SECRET } from './support/harness.ts';
 import { type RealtimeServer, startRealtime } from './support/realtime.ts';
 
 export const SCREENSHOTS = join(import.meta.dirname, '..', 'artifacts', 'screenshots');
@@ -181,6 +186,84 @@ describe('the team app in a browser', function () {
     expect(errors).to.deep.equal([]);
   });
 
+  it('a connection cut while the visitor writes twice comes back by resuming: each message shows once', async () => {
+    const t = await createTenant();
+    const { token, conversationId } = await startVisitorConversation(t, 'First question');
+    const cutter = memberSocketCutter(rt.server);
+    try {
+      const { page, errors } = await appPage(await browser());
+      await logIn(page, t.owner.email);
+      await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+      await page.locator('.messages li.visitor', { hasText: 'First question' }).waitFor(WAIT);
+      await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+      await markDocument(page);
+
+      const upgradesBefore = cutter.upgrades.length;
+      cutter.cut();
+      await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor(WAIT);
+      const visitorSays = (content: string) =>
+        request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content }).expect(201);
+      await visitorSays('Second question');
+      await visitorSays('Third question');
+      cutter.restore();
+      await page.locator('.messages li.visitor', { hasText: 'Third question' }).waitFor(WAIT);
+      await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+      const shown = await page.locator('.messages li.visitor .text').allTextContents();
+      expect(shown).to.deep.equal(['First question', 'Second question', 'Third question']);
+      // It resumed after the last event it had, without reloading the page.
+      expect(cutter.upgrades.slice(upgradesBefore).at(-1)?.get('last_event_id')).to.match(/^evt_/);
+      expect(await sameDocument(page), 'no reload').to.equal(true);
+      await page.locator('.conversations li', { hasText: 'Third question' }).waitFor(WAIT);
+      // Chromium reports the refused upgrades as console errors: nothing else may fail.
+      expect(errors.filter((e) => !/WebSocket connection to .* failed/.test(e))).to.deep.equal([]);
+    } finally {
+      cutter.restore();
+      cutter.uninstall();
+    }
+  });
+
+  it('an expired access token is refreshed once without the agent noticing; a reload keeps the login; a revoked login lands on the login page, saying so', async () => {
+    const t = await createTenant();
+    const { page, errors } = await appPage(await browser());
+    // The login answers a genuinely expired access token of the same login (signed an hour ago).
+    await page.route('**/api/v1/auth/login', async (route) => {
+      const answer = await route.fetch();
+      const tokens = await answer.json();
+      const claims = jwt.decode(tokens.access_token) as { sub: string; tid: string; sid: string };
+      tokens.access_token = new TokenService(TEST_JWT_SECRET, () => Date.now() - 3_600_000).signAccessToken({ userId: claims.sub, tenantId: claims.tid, sessionId: claims.sid });
+      await route.fulfill({ response: answer, json: tokens });
+    });
+    const refreshes: number[] = [];
+    const unauthorized: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/api/v1/auth/refresh')) refreshes.push(Date.now());
+    });
+    page.on('response', (r) => {
+      if (r.status() === 401) unauthorized.push(r.url());
+    });
+    await logIn(page, t.owner.email);
+    await page.getByRole('heading', { name: 'Mine' }).waitFor(WAIT);
+    await page.getByText('Nothing here right now.').waitFor(WAIT);
+    // Every first call was refused with the expired token, and one refresh served them all.
+    expect(unauthorized.length).to.be.greaterThan(1);
+    expect(refreshes).to.have.length(1);
+    expect(await page.getByRole('alert').count()).to.equal(0);
+
+    // A reload: the access token (in memory) is gone, the refresh token (this tab's sessionStorage) is not.
+    await page.reload();
+    await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+    await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+    expect(refreshes).to.have.length(2);
+
+    // Logged out elsewhere (the login's refresh token revoked): the socket closes, the app says so.
+    const refreshToken = await page.evaluate(() => (globalThis as any).sessionStorage.getItem('chat-app:refresh-token'));
+    await request(rt.app).post('/api/v1/auth/logout').send({ refresh_token: refreshToken }).expect(200);
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await page.getByRole('status').filter({ hasText: 'Your session has ended' }).waitFor(WAIT);
+    expect(new URL(page.url()).pathname).to.equal('/app/login');
+    expect(errors.filter((e) => !/status of 401/.test(e))).to.deep.equal([]);
+  });
+
   async function seriousViolationsOnLogin(page: Page) {
     await page.goto(`${api}/app/`);
     await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
@@ -194,8 +277,7 @@ describe('the team app in a browser', function () {
   it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {
     const t = await createTenant();
     const lite = await addMember(t, { seat: 'lite' });
-    const visitorToken = await startVisitorConversation(t, 'Is anyone there?');
-    expect(visitorToken).to.be.a('string');
+    await startVisitorConversation(t, 'Is anyone there?');
     const b = await browser();
     const { page, errors } = await appPage(b);
     await logIn(page, lite.email);
@@ -210,13 +292,13 @@ describe('the team app in a browser', function () {
     expect(errors).to.deep.equal([]);
   });
 
-  async function startVisitorConversation(t: TestTenant, content: string): Promise<string> {
+  async function startVisitorConversation(t: TestTenant, content: string): Promise<{ token: string; conversationId: string }> {
     const widget = await widgetOf(t);
     const origin = { Origin: site.url };
     const started = await request(rt.app).post('/api/v1/widget/sessions').set(origin).send({ widget_id: widget.id, page_url: `${site.url}/pricing`, page_title: 'Pricing' }).expect(201);
     const token = started.body.visitor_token as string;
-    await request(rt.app).post('/api/v1/widget/conversations').set(origin).set(bearer(token)).send({ content }).expect(201);
-    return token;
+    const conversation = await request(rt.app).post('/api/v1/widget/conversations').set(origin).set(bearer(token)).send({ content }).expect(201);
+    return { token, conversationId: conversation.body.id };
   }
 
   it('looks right on a desktop and on a phone (screenshots)', async () => {
@@ -245,3 +327,37 @@ describe('the team app in a browser', function () {
     }
   });
 });
+
+/** Drops the members' open sockets (upgrades with a ticket) and refuses new ones until restore(). */
+function memberSocketCutter(server: Server) {
+  const listeners = server.listeners('upgrade') as ((req: IncomingMessage, socket: Duplex, head: Buffer) => void)[];
+  const open = new Set<Duplex>();
+  const upgrades: URLSearchParams[] = [];
+  let cut = false;
+  const wrapper = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
+    if (query.has('ticket')) {
+      upgrades.push(query);
+      if (cut) return void socket.destroy();
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
+    }
+    for (const listener of listeners) listener.call(server, req, socket, head);
+  };
+  server.removeAllListeners('upgrade');
+  server.on('upgrade', wrapper);
+  return {
+    upgrades,
+    cut() {
+      cut = true;
+      for (const socket of open) socket.destroy();
+    },
+    restore() {
+      cut = false;
+    },
+    uninstall() {
+      server.removeListener('upgrade', wrapper);
+      for (const listener of listeners) server.on('upgrade', listener);
+    },
+  };
+}
