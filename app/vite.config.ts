@@ -10,6 +10,8 @@ export default defineConfig(({ command }) => ({
   base: '/app/',
   logLevel: command === 'build' ? 'warn' : 'info',
   plugins: [react()],
+  // Prism (the mock) has no WebSocket: against it the app runs without live updates, and says so.
+  define: { 'import.meta.env.VITE_LIVE': JSON.stringify(command === 'build' ? 'on' : (process.env.VITE_LIVE ?? (process.env.VITE_API_URL ? 'on' : 'off'))) },
   build: {
     outDir: process.env.APP_OUT_DIR ?? 'dist',
     emptyOutDir: true,

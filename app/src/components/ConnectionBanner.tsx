@@ -5,6 +5,7 @@ const WORDS = {
   reconnecting: 'Reconnecting… Nothing is lost: what happened meanwhile follows.',
   connecting: 'Connecting…',
   live: '',
+  off: 'Live updates are off (the mock has no socket).',
 };
 
 /** Says when the inbox is not live; silent while it is. */

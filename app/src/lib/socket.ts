@@ -7,7 +7,7 @@ import { fetchClient, refreshSession, type Schemas, session } from './api.ts';
 import { addMessage, patchConversation, upsertConversation } from './cache.ts';
 
 export type SocketEvent = Schemas['SocketEvent'];
-export type ConnectionState = 'connecting' | 'live' | 'reconnecting' | 'offline';
+export type ConnectionState = 'connecting' | 'live' | 'reconnecting' | 'offline' | 'off';
 export type OwnPresence = 'online' | 'away';
 
 interface Control {
@@ -71,6 +71,7 @@ export class LiveConnection {
   }
 
   start() {
+    if (import.meta.env.VITE_LIVE === 'off') return this.#setState('off');
     this.#stopped = false;
     addEventListener('online', this.#online);
     addEventListener('offline', this.#offline);
