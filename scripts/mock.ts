@@ -2,9 +2,17 @@
 // `/api/v1/...`), so a frontend switches between mock and service by changing only its base URL.
 // Prism matches request paths against the document's paths and ignores the servers' path, so it is
 // given a copy of the contract whose paths carry the base path; the contract itself is not changed.
+//
+// Prism listens on a private loopback port behind a small proxy on the public one, which corrects the one
+// answer Prism cannot be told to give: a request whose body breaks the schema gets the operation's 422
+// from Prism whenever the operation declares one, where the service answers 400 ERR_VALIDATION. The
+// proxy answers the operation's 400 example then (unless the client asked for `Prefer: code=422`).
+// test/mock-agreement.test.ts keeps the mock and the service answering bad requests alike.
 //   node scripts/mock.ts [--host 127.0.0.1] [--port 4010] [prism options...]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type IncomingHttpHeaders, type IncomingMessage, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +39,80 @@ const dir = mkdtempSync(join(tmpdir(), 'chat-mock-'));
 const file = join(dir, 'chat.mock.yaml');
 writeFileSync(file, stringify(mockDocument));
 
+const resolve = (node: any): any => {
+  for (let hops = 0; node?.$ref && hops < 10; hops++) node = node.$ref.replace(/^#\//, '').split('/').reduce((at: any, k: string) => at?.[k], document);
+  return node;
+};
+
+/** Each operation's 400 example, by a matcher of its method and path; literal paths before templated ones. */
+const badRequests = Object.entries<any>(document.paths ?? {})
+  .flatMap(([path, item]) =>
+    Object.entries<any>(item).flatMap(([method, op]) => {
+      const media = resolve(op?.responses?.['400'])?.content?.['application/problem+json'];
+      if (!media) return [];
+      const example = 'example' in media ? media.example : resolve(Object.values<any>(media.examples ?? {})[0])?.value;
+      const pattern = new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+      return [{ method: method.toUpperCase(), pattern, templated: path.includes('{'), example }];
+    }),
+  )
+  .sort((a, b) => Number(a.templated) - Number(b.templated));
+
+/** Whether Prism answered its 422 for a body that breaks the schema (it says so in sl-violations). */
+function refusedBody(req: IncomingMessage, status: number | undefined, headers: IncomingHttpHeaders): boolean {
+  if (status !== 422 || /\bcode=422\b/.test(String(req.headers.prefer ?? ''))) return false;
+  const violations = String(headers['sl-violations'] ?? '');
+  try {
+    return (JSON.parse(violations) as { location: string[]; severity: string }[]).some((v) => v.location[0] === 'request' && v.severity === 'Error');
+  } catch {
+    // Cut short ("Too many violations! ..."): many, and these are the request's.
+    return violations.includes('"location":["request"');
+  }
+}
+
+const proxy = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const upstream = httpRequest({ host: '127.0.0.1', port: prismPort, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      const parts: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => parts.push(chunk));
+      answer.on('end', () => {
+        const pathname = new URL(req.url ?? '/', 'http://mock').pathname;
+        const bad = refusedBody(req, answer.statusCode, answer.headers) ? badRequests.find((b) => b.method === req.method && b.pattern.test(pathname)) : undefined;
+        if (bad?.example) {
+          const { 'content-length': _length, ...headers } = answer.headers;
+          res.writeHead(400, { ...headers, 'content-type': 'application/problem+json' }).end(JSON.stringify(bad.example));
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(parts));
+      });
+    });
+    upstream.on('error', (err) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`the mock's Prism did not answer: ${err.message}`);
+    });
+    upstream.end(Buffer.concat(chunks));
+  });
+});
+// The public port first: Prism's "listening" line, passed on, is what clients wait for.
+await new Promise<void>((ready) => proxy.listen(Number(port), host, ready));
+const prismPort = await new Promise<number>((found) => {
+  const probe = createServer().listen(0, '127.0.0.1', () => {
+    const { port: free } = probe.address() as AddressInfo;
+    probe.close(() => found(free));
+  });
+});
+
 const prism = fileURLToPath(new URL('../node_modules/@stoplight/prism-cli/dist/index.js', import.meta.url));
-const child = spawn(process.execPath, [prism, 'mock', '--host', host, '--port', port, ...args, file], { stdio: 'inherit' });
-const cleanup = () => rmSync(dir, { recursive: true, force: true });
+const child = spawn(process.execPath, [prism, 'mock', '--host', '127.0.0.1', '--port', String(prismPort), ...args, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+// Prism's log names its own port: it is told as the public one.
+const retell = (to: NodeJS.WriteStream) => (chunk: Buffer) => to.write(chunk.toString().replaceAll(`127.0.0.1:${prismPort}`, `${host}:${port}`));
+child.stdout.on('data', retell(process.stdout));
+child.stderr.on('data', retell(process.stderr));
+const cleanup = () => {
+  proxy.close();
+  rmSync(dir, { recursive: true, force: true });
+};
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => {
   cleanup();
