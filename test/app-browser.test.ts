@@ -274,6 +274,56 @@ describe('the team app in a browser', function () {
   const markDocument = (page: Page) => page.evaluate(() => ((globalThis as any).loadedOnce = true));
   const sameDocument = (page: Page) => page.evaluate(() => (globalThis as any).loadedOnce === true);
 
+  it('two agents: A transfers to a department, B sees it arrive and closes; the visitor answers the survey once, below the closed line; the rating shows in the app', async () => {
+    const t = await createTenant();
+    const widget = await widgetOf(t);
+    const b = await addMember(t);
+    const owner = bearer(t.owner.accessToken);
+    const billing = (await request(rt.app).post('/api/v1/departments').set(owner).send({ name: 'Billing' }).expect(201)).body;
+    await request(rt.app).put(`/api/v1/departments/${billing.id}/members/${b.userId}`).set(owner).expect(200);
+    const { page: agentA, errors: errorsA } = await appPage(await browser());
+    const { page: agentB, errors: errorsB } = await appPage(await browser());
+    await logIn(agentA, t.owner.email);
+    await logIn(agentB, b.email);
+    await agentA.getByRole('link', { name: /^Unassigned/ }).click();
+    await agentB.getByRole('link', { name: viewName('Mine', 0) }).waitFor(WAIT);
+
+    const visitor = await (await browser()).context.newPage();
+    await openBubble(visitor, widget.id);
+    await visitorWrites(visitor, 'I was charged twice for order 1234');
+    await agentA.locator('.conversations li', { hasText: 'charged twice' }).getByRole('link').click();
+    await agentA.getByRole('button', { name: 'Assign to me' }).click();
+    await agentA.getByText('Assigned to you').waitFor(WAIT);
+    await agentA.getByRole('button', { name: 'Transfer…' }).click();
+    await agentA.getByLabel('Transfer to').selectOption({ label: 'Billing' });
+    await agentA.getByRole('button', { name: 'Transfer', exact: true }).click();
+    await agentA.getByText('Assigned to Member').waitFor(WAIT);
+
+    // B was told directly: the conversation arrives in B's own view without a reload.
+    await agentB.getByRole('link', { name: viewName('Mine', 1) }).waitFor(WAIT);
+    await agentB.locator('.conversations li').getByRole('link').click();
+    await agentB.locator('.messages li.visitor', { hasText: 'charged twice' }).waitFor(WAIT);
+    await agentB.getByRole('button', { name: 'Close' }).click();
+    await agentB.getByText('This conversation is closed. Reopen it to answer.').waitFor(WAIT);
+
+    // The visitor: the closed line in the log, then the rating asked once, by the form below it.
+    await visitor.locator('chat-widget .survey legend', { hasText: 'How was your chat?' }).waitFor(WAIT);
+    const closedLine = visitor.locator('chat-widget .log li.system', { hasText: 'This conversation has been closed.' });
+    await closedLine.waitFor(WAIT);
+    expect(await visitor.locator('chat-widget .log li', { hasText: /rate this conversation/ }).count(), 'the rating asked in the log too').to.equal(0);
+    const [line, log, form] = await Promise.all([closedLine.boundingBox(), visitor.locator('chat-widget .log').boundingBox(), visitor.locator('chat-widget .survey').boundingBox()]);
+    expect(line!.y + line!.height, 'the closed line is above the form').to.be.at.most(form!.y + 1);
+    expect(line!.y, 'the closed line is in the log\'s visible part').to.be.at.least(log!.y);
+    expect(line!.y + line!.height).to.be.at.most(log!.y + log!.height + 1);
+    await visitor.locator('chat-widget .stars label').nth(3).click();
+    await visitor.locator('chat-widget .survey button[type="submit"]').click();
+    await visitor.locator('chat-widget .ended', { hasText: 'Thank you for your feedback!' }).waitFor(WAIT);
+
+    await agentB.getByText('Rated 4 of 5').waitFor(WAIT);
+    expect(errorsA).to.deep.equal([]);
+    expect(errorsB).to.deep.equal([]);
+  });
+
   it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {
     const t = await createTenant();
     const lite = await addMember(t, { seat: 'lite' });

@@ -304,6 +304,8 @@ export class Chat {
   #add(message: Message, live: boolean): void {
     if (this.#messages.has(message.id)) return;
     this.#messages.set(message.id, message);
+    // The survey's prompt is asked by the form below the log: in the log too, it was asked twice.
+    if (message.type === 'survey') return;
     const item = this.#messageItem(message);
     const after = [...this.#ui.log.children].find((li) => (li as HTMLElement).dataset.at! > message.created_at);
     this.#ui.log.insertBefore(item, after ?? null);
@@ -334,6 +336,8 @@ export class Chat {
     this.#ui.ended.hidden = !closed || surveyPending;
     if (surveyPending) this.#buildSurvey(c!.id);
     if (closed && !surveyPending) this.#buildEnded(c?.survey?.status === 'answered');
+    // The form or the end note takes room from the log: keep its last line (the close) in sight above them.
+    if (closed) this.#ui.log.scrollTop = this.#ui.log.scrollHeight;
   }
 
   #buildSurvey(conversationId: string): void {
