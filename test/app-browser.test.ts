@@ -11,9 +11,9 @@ import { type DemoSite, startDemoSite } from '../scripts/demo-site.ts';
 import { TokenService } from '../src/auth/tokens.ts';
 import { APP_CSP } from '../src/http/team-app.ts';
 import { openBrowser, type Browsing } from './support/browser.ts';
-import { addMember, createTenant, PASSWORD, type TestTenant } from './support/factories.ts';
+import { addMember, createTenant, login, PASSWORD, type TestTenant } from './support/factories.ts';
 import { TEST_JWT_SECRET } from './support/harness.ts';
-import { type RealtimeServer, startRealtime } from './support/realtime.ts';
+import { connect, type RealtimeServer, startRealtime } from './support/realtime.ts';
 
 export const SCREENSHOTS = join(import.meta.dirname, '..', 'artifacts', 'screenshots');
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
@@ -189,33 +189,55 @@ describe('the team app in a browser', function () {
   it('a connection cut while the visitor writes twice comes back by resuming: each message shows once', async () => {
     const t = await createTenant();
     const { token, conversationId } = await startVisitorConversation(t, 'First question');
+    const visitorSays = (content: string) =>
+      request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content }).expect(201);
     const cutter = memberSocketCutter(rt.server);
     try {
       const { page, errors } = await appPage(await browser());
       await logIn(page, t.owner.email);
       await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
       await page.locator('.messages li.visitor', { hasText: 'First question' }).waitFor(WAIT);
-      await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+      // One message live first: the app then holds a position in the stream to resume from.
+      await visitorSays('Second question');
+      await page.locator('.messages li.visitor', { hasText: 'Second question' }).waitFor(WAIT);
       await markDocument(page);
 
       const upgradesBefore = cutter.upgrades.length;
       cutter.cut();
       await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor(WAIT);
-      const visitorSays = (content: string) =>
-        request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content }).expect(201);
-      await visitorSays('Second question');
       await visitorSays('Third question');
+      await visitorSays('Fourth question');
       cutter.restore();
-      await page.locator('.messages li.visitor', { hasText: 'Third question' }).waitFor(WAIT);
+      await page.locator('.messages li.visitor', { hasText: 'Fourth question' }).waitFor(WAIT);
       await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
       const shown = await page.locator('.messages li.visitor .text').allTextContents();
-      expect(shown).to.deep.equal(['First question', 'Second question', 'Third question']);
+      expect(shown).to.deep.equal(['First question', 'Second question', 'Third question', 'Fourth question']);
       // It resumed after the last event it had, without reloading the page.
       expect(cutter.upgrades.slice(upgradesBefore).at(-1)?.get('last_event_id')).to.match(/^evt_/);
       expect(await sameDocument(page), 'no reload').to.equal(true);
-      await page.locator('.conversations li', { hasText: 'Third question' }).waitFor(WAIT);
+      await page.locator('.conversations li', { hasText: 'Fourth question' }).waitFor(WAIT);
       // Chromium reports the refused upgrades as console errors: nothing else may fail.
       expect(errors.filter((e) => !/WebSocket connection to .* failed/.test(e))).to.deep.equal([]);
+    } finally {
+      cutter.restore();
+      cutter.uninstall();
+    }
+  });
+
+  it('a connection cut before any event came reads what it missed over REST: nothing is lost', async () => {
+    const t = await createTenant();
+    const { token, conversationId } = await startVisitorConversation(t, 'First question');
+    const cutter = memberSocketCutter(rt.server);
+    try {
+      const { page } = await appPage(await browser());
+      await logIn(page, t.owner.email);
+      await page.getByRole('link', { name: /^Unassigned/ }).click();
+      await page.locator('.conversations li', { hasText: 'First question' }).waitFor(WAIT);
+      cutter.cut();
+      await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor(WAIT);
+      await request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content: 'Second question' }).expect(201);
+      cutter.restore();
+      await page.locator('.conversations li', { hasText: 'Second question' }).waitFor(WAIT);
     } finally {
       cutter.restore();
       cutter.uninstall();
@@ -322,6 +344,96 @@ describe('the team app in a browser', function () {
     await agentB.getByText('Rated 4 of 5').waitFor(WAIT);
     expect(errorsA).to.deep.equal([]);
     expect(errorsB).to.deep.equal([]);
+  });
+
+  it('the bubble shows its away message while nobody has the app open or everyone is away, and not while an agent is online', async () => {
+    const t = await createTenant();
+    const auth = bearer(t.owner.accessToken);
+    const widget = (await request(rt.app).post('/api/v1/widgets').set(auth).send({ name: 'Shop', settings: { away_message: 'Back at 9 tomorrow.' } }).expect(201)).body;
+    await request(rt.app).post('/api/v1/domains').set(auth).send({ widget_id: widget.id, domain: 'localhost' }).expect(201);
+    const visitor = await (await browser()).context.newPage();
+    const away = visitor.locator('chat-widget .notice');
+    const awayShown = async () => {
+      await openBubble(visitor, widget.id);
+      return !(await away.isHidden()) && (await away.textContent()) === 'Back at 9 tomorrow.';
+    };
+    expect(await awayShown(), 'nobody has the app open').to.equal(true);
+
+    // A lite-seat colleague's socket (a lite seat never counts as available) hears each change of the owner's presence.
+    const watcher = await addMember(t, { seat: 'lite' });
+    const watching = await connect(rt.wsUrl, bearer(await login(watcher.email)));
+    const presenceOf = (presence: string, from: number) =>
+      watching.next((f) => f.type === 'presence.updated' && f.data.user_id === t.owner.userId && f.data.presence === presence, from);
+    try {
+      const { page: agent, errors } = await appPage(await browser());
+      let from = watching.frames.length;
+      await logIn(agent, t.owner.email);
+      await presenceOf('online', from);
+      expect(await awayShown(), 'an agent is online').to.equal(false);
+      from = watching.frames.length;
+      await agent.getByLabel('Your availability').selectOption('away');
+      await presenceOf('away', from);
+      expect(await awayShown(), 'the only agent is away').to.equal(true);
+      from = watching.frames.length;
+      await agent.getByLabel('Your availability').selectOption('online');
+      await presenceOf('online', from);
+      expect(await awayShown(), 'back online').to.equal(false);
+      from = watching.frames.length;
+      await agent.getByRole('button', { name: 'Log out' }).click();
+      await agent.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+      await presenceOf('offline', from);
+      expect(await awayShown(), 'logged out').to.equal(true);
+      expect(errors).to.deep.equal([]);
+    } finally {
+      watching.close();
+    }
+  });
+
+  it('says what went wrong in words: a conversation closed meanwhile (409), and offline and back', async () => {
+    const t = await createTenant();
+    const { conversationId } = await startVisitorConversation(t, 'Hello?');
+    const cutter = memberSocketCutter(rt.server);
+    try {
+      const b = await browser();
+      const { page, errors } = await appPage(b);
+      await logIn(page, t.owner.email);
+      await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+      await page.locator('.messages li.visitor', { hasText: 'Hello?' }).waitFor(WAIT);
+      await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+
+      // Closed by someone else while this agent did not hear of it (socket cut): the send is refused.
+      cutter.cut();
+      await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor(WAIT);
+      await request(rt.app).post(`/api/v1/conversations/${conversationId}/close`).set(bearer(t.owner.accessToken)).expect(200);
+      const box = page.getByRole('combobox', { name: 'Reply to the visitor' });
+      await box.fill('Sorry for the wait!');
+      await page.keyboard.press('Enter');
+      await page.getByRole('alert').filter({ hasText: 'This conversation was closed meanwhile. Reopen it to answer.' }).waitFor(WAIT);
+      // The screen then shows it as it is: closed, with Reopen.
+      await page.getByRole('button', { name: 'Reopen' }).waitFor(WAIT);
+      cutter.restore();
+      await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+
+      // Offline: the banner says so, a send waits (said in words, the text kept) and goes once back online.
+      await page.getByRole('button', { name: 'Reopen' }).click();
+      await page.getByRole('combobox', { name: 'Reply to the visitor' }).waitFor(WAIT);
+      await b.context.setOffline(true);
+      await page.getByRole('status').filter({ hasText: 'You are offline' }).waitFor(WAIT);
+      const reply = page.getByRole('combobox', { name: 'Reply to the visitor' });
+      await reply.fill('Are you still there?');
+      await page.keyboard.press('Enter');
+      await page.getByRole('status').filter({ hasText: 'You are offline: this is sent as soon as you are back.' }).waitFor(WAIT);
+      expect(await reply.inputValue()).to.equal('Are you still there?');
+      await b.context.setOffline(false);
+      await page.locator('.messages li.agent', { hasText: 'Are you still there?' }).waitFor(WAIT);
+      await page.locator('.connection[data-state="live"]').waitFor({ state: 'attached', ...WAIT });
+      expect(await reply.inputValue()).to.equal('');
+      expect(await page.locator('[role="alert"]').allTextContents()).to.deep.equal([]);
+      expect(errors.filter((e) => !/WebSocket connection to .* failed|status of 409|ERR_INTERNET_DISCONNECTED/.test(e))).to.deep.equal([]);
+    } finally {
+      cutter.restore();
+      cutter.uninstall();
+    }
   });
 
   it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {

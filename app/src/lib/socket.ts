@@ -42,6 +42,8 @@ export class LiveConnection {
   #pinger: ReturnType<typeof setInterval> | undefined;
   #lastFrameAt = 0;
   #stopped = false;
+  /** A connection was welcomed before: the next welcome is a reconnection. */
+  #welcomed = false;
   #listeners = new Set<() => void>();
   #eventListeners = new Set<(event: SocketEvent) => void>();
   readonly #qc: QueryClient;
@@ -164,6 +166,10 @@ export class LiveConnection {
     switch (frame.type) {
       case 'welcome':
         this.#attempt = 0;
+        // Back without a position to resume from (no stored event had come yet): what happened
+        // meanwhile is read again over REST instead.
+        if (this.#welcomed && !this.#lastEventId) void this.#qc.invalidateQueries();
+        this.#welcomed = true;
         this.#setState('live');
         // A new connection starts online: an agent who chose away stays away.
         if (this.presence === 'away') this.#send({ type: 'presence', status: 'away' });

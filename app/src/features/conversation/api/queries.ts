@@ -46,9 +46,13 @@ export function useConversationActions(id: string) {
   };
 }
 
+export const sendKey = (conversationId: string) => ['send', conversationId];
+
 export function useSend(conversationId: string) {
   const qc = useQueryClient();
   return useMutation({
+    // The pane shows the last send's refusal: a 409 can take the reply box away (the conversation closed).
+    mutationKey: sendKey(conversationId),
     mutationFn: async (input: { content: string; internal: boolean; key: string }) => {
       const { data, error } = await fetchClient.POST('/v1/messages', {
         params: { header: { 'Idempotency-Key': input.key } },

@@ -1,9 +1,9 @@
-import { useQuery } from '@tanstack/react-query';
+import { useMutationState, useQuery } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { ErrorText } from '../../../components/ErrorText.tsx';
 import { session } from '../../../lib/api.ts';
 import { useLive, useTeam } from '../../../lib/hooks.ts';
-import { conversationOptions, useMarkRead } from '../api/queries.ts';
+import { conversationOptions, sendKey, useMarkRead } from '../api/queries.ts';
 import { Actions } from './Actions.tsx';
 import { ReplyBox } from './ReplyBox.tsx';
 import { Thread } from './Thread.tsx';
@@ -21,6 +21,8 @@ export function ConversationPane({ id }: { id: string }) {
   const heading = useRef<HTMLHeadingElement>(null);
   const c = conversation.data;
   const unread = c?.unread_count ?? 0;
+  const sends = useMutationState({ filters: { mutationKey: sendKey(id) }, select: (m) => m.state });
+  const lastSend = sends.at(-1);
 
   useEffect(() => {
     live.reading = id;
@@ -64,6 +66,7 @@ export function ConversationPane({ id }: { id: string }) {
       <p className="typing" aria-live="polite">
         {typing && typing.until > Date.now() ? 'The visitor is typing…' : ''}
       </p>
+      {lastSend?.status === 'error' && <ErrorText error={lastSend.error} id="reply-error" />}
       {readOnly ? (
         <p className="notice">Your seat is read-only: you can read this conversation but not answer or handle it.</p>
       ) : c.status === 'closed' ? (

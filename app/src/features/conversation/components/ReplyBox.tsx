@@ -1,6 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
 import { type FormEvent, type KeyboardEvent, useId, useMemo, useRef, useState } from 'react';
-import { ErrorText } from '../../../components/ErrorText.tsx';
 import { $api } from '../../../lib/api.ts';
 import { useLive } from '../../../lib/hooks.ts';
 import { useSend } from '../api/queries.ts';
@@ -117,7 +116,11 @@ export function ReplyBox({ conversationId }: { conversationId: string }) {
         onChange={(e) => onChange(e.target.value)}
         onKeyDown={onKeyDown}
       />
-      <ErrorText error={send.error} id="reply-error" />
+      {send.isPaused && (
+        <p className="notice" role="status">
+          You are offline: this is sent as soon as you are back.
+        </p>
+      )}
       <div className="reply-actions">
         <label className="toggle">
           <input type="checkbox" checked={internal} onChange={(e) => setInternal(e.target.checked)} /> Internal note
