@@ -19,6 +19,8 @@ COPY generated ./generated
 COPY src ./src
 # The chat bubble's built script, served at /widget.js (built and committed: no build step here either).
 COPY widget/dist ./widget/dist
+# The team app, served at /app (built and committed too: npm run app:check keeps it in step with app/src).
+COPY app/dist ./app/dist
 # The embedded database's template (a first start copies it instead of running initdb and the
 # migrations); the install above ran no scripts, so it is built here. It never fails the build.
 COPY scripts/pglite-template.ts ./scripts/pglite-template.ts
