@@ -436,6 +436,41 @@ describe('the team app in a browser', function () {
     }
   });
 
+  it('the reply flow works with the keyboard alone: j and k between conversations, r to the reply box, Enter to send', async () => {
+    const t = await createTenant();
+    const first = await startVisitorConversation(t, 'Older question');
+    const second = await startVisitorConversation(t, 'Newer question');
+    const { page, errors } = await appPage(await browser());
+    await page.goto(`${api}/app/`);
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(t.owner.email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+    await page.goto(`${api}/app/inbox/unassigned`);
+    await page.locator('.conversations li').nth(1).waitFor(WAIT);
+    // j opens the first (newest), j again the next, k back.
+    await page.keyboard.press('j');
+    await page.getByRole('heading', { name: 'Conversation with a visitor' }).waitFor(WAIT);
+    await page.locator('.messages li.visitor', { hasText: 'Newer question' }).waitFor(WAIT);
+    await page.keyboard.press('j');
+    await page.locator('.messages li.visitor', { hasText: 'Older question' }).waitFor(WAIT);
+    expect(new URL(page.url()).pathname).to.equal(`/app/inbox/unassigned/${first.conversationId}`);
+    await page.keyboard.press('k');
+    await page.locator('.messages li.visitor', { hasText: 'Newer question' }).waitFor(WAIT);
+    expect(new URL(page.url()).pathname).to.equal(`/app/inbox/unassigned/${second.conversationId}`);
+    await page.keyboard.press('r');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).to.equal('reply-text');
+    await page.keyboard.type('Typed without a mouse');
+    await page.keyboard.press('Enter');
+    await page.locator('.messages li.agent', { hasText: 'Typed without a mouse' }).waitFor(WAIT);
+    const visitorSees = await request(rt.app).get(`/api/v1/widget/conversations/${second.conversationId}/messages`).set({ Origin: site.url }).set(bearer(second.token)).expect(200);
+    expect(visitorSees.body.data.map((m: { content: string }) => m.content)).to.include('Typed without a mouse');
+    expect(errors).to.deep.equal([]);
+  });
+
   it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {
     const t = await createTenant();
     const lite = await addMember(t, { seat: 'lite' });
@@ -449,7 +484,8 @@ describe('the team app in a browser', function () {
     await page.locator('.messages li.visitor', { hasText: 'Is anyone there?' }).waitFor(WAIT);
     await page.getByText('Your seat is read-only').waitFor(WAIT);
     const buttons = await page.getByRole('button').allTextContents();
-    expect(buttons).to.deep.equal(['Log out']);
+    expect(buttons.filter((b) => !['Log out', 'Notify me'].includes(b))).to.deep.equal([]);
+    expect(await page.getByLabel('Priority').count()).to.equal(0);
     expect(await page.locator('textarea').count()).to.equal(0);
     expect(errors).to.deep.equal([]);
   });

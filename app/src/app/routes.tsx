@@ -1,7 +1,7 @@
 // The screens, composed here so that features never import each other.
 import { useQueryClient } from '@tanstack/react-query';
 import type { Schemas } from '../lib/api.ts';
-import { useEffect } from 'react';
+import { useEffect, useState } from 'react';
 import { Navigate, Route, Routes, useParams } from 'react-router';
 import { ConnectionBanner } from '../components/ConnectionBanner.tsx';
 import { PresenceSwitch } from '../components/PresenceSwitch.tsx';
@@ -12,7 +12,7 @@ import { listOptions } from '../features/inbox/api/queries.ts';
 import { viewOf } from '../features/inbox/api/views.ts';
 import { ConversationList } from '../features/inbox/components/ConversationList.tsx';
 import { ViewNav } from '../features/inbox/components/ViewNav.tsx';
-import { useSession, useTeam } from '../lib/hooks.ts';
+import { useLive, useSession, useTeam } from '../lib/hooks.ts';
 import { LiveProvider } from './providers.tsx';
 
 export function AppRoutes() {
@@ -41,6 +41,7 @@ function Inbox() {
   const qc = useQueryClient();
   const { me } = useTeam();
   useUnreadTitle();
+  useNewConversationNotices();
   return (
     <div className="shell" data-conversation-open={conversationId ? 'true' : 'false'}>
       <header className="top">
@@ -51,6 +52,7 @@ function Inbox() {
         <ConnectionBanner />
         <span className="me">{me?.name}</span>
         {me?.seat === 'lite' && <span className="seat">Read-only seat</span>}
+        <NotificationSwitch />
         <PresenceSwitch />
         <button type="button" onClick={() => void logout(qc)}>
           Log out
@@ -62,6 +64,30 @@ function Inbox() {
         {conversationId ? <ConversationPane id={conversationId} key={conversationId} /> : <p className="muted empty">Choose a conversation.</p>}
       </main>
     </div>
+  );
+}
+
+/** A new conversation while the tab is in the background: the browser's notification, when allowed. */
+function useNewConversationNotices() {
+  const live = useLive();
+  useEffect(
+    () =>
+      live.onEvent((event) => {
+        if (event.type !== 'conversation.created' || document.visibilityState === 'visible') return;
+        if (!('Notification' in window) || Notification.permission !== 'granted') return;
+        new Notification('New conversation', { body: event.data.conversation.last_message ?? 'A visitor started a conversation.', tag: event.data.conversation.id });
+      }),
+    [live],
+  );
+}
+
+function NotificationSwitch() {
+  const [permission, setPermission] = useState(() => ('Notification' in window ? Notification.permission : 'denied'));
+  if (permission !== 'default') return null;
+  return (
+    <button type="button" onClick={() => void Notification.requestPermission().then(setPermission)}>
+      Notify me
+    </button>
   );
 }
 

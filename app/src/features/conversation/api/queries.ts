@@ -42,6 +42,7 @@ export function useConversationActions(id: string) {
     transfer: $api.useMutation('post', '/v1/conversations/{id}/transfer', settle),
     close: $api.useMutation('post', '/v1/conversations/{id}/close', settle),
     reopen: $api.useMutation('post', '/v1/conversations/{id}/reopen', settle),
+    update: $api.useMutation('put', '/v1/conversations/{id}', { onSuccess: (c: Conversation) => upsertConversation(qc, c), onError: settle.onError }),
     path,
   };
 }

@@ -6,14 +6,16 @@ import type { Conversation } from '../../../lib/cache.ts';
 import type { TeamMember } from '../../../lib/hooks.ts';
 import { useConversationActions } from '../api/queries.ts';
 
+const PRIORITIES: Conversation['priority'][] = ['low', 'normal', 'high', 'urgent'];
+
 /** Assign to me, transfer, close and reopen: only what the member may do is offered. */
 export function Actions({ conversation, me, team }: { conversation: Conversation; me: string | undefined; team: TeamMember[] }) {
   const actions = useConversationActions(conversation.id);
   const [transferring, setTransferring] = useState(false);
   const closed = conversation.status === 'closed';
   const mine = !!me && conversation.assigned_user_id === me;
-  const error = actions.assign.error ?? actions.transfer.error ?? actions.close.error ?? actions.reopen.error;
-  const reset = () => [actions.assign, actions.transfer, actions.close, actions.reopen].forEach((m) => m.reset());
+  const error = actions.assign.error ?? actions.transfer.error ?? actions.close.error ?? actions.reopen.error ?? actions.update.error;
+  const reset = () => [actions.assign, actions.transfer, actions.close, actions.reopen, actions.update].forEach((m) => m.reset());
 
   return (
     <div className="actions">
@@ -38,6 +40,20 @@ export function Actions({ conversation, me, team }: { conversation: Conversation
             Reopen
           </button>
         )}
+        <label className="priority-field">
+          Priority{' '}
+          <select
+            value={conversation.priority}
+            disabled={actions.update.isPending}
+            onChange={(e) => (reset(), actions.update.mutate({ ...actions.path, body: { priority: e.target.value as Conversation['priority'] } }))}
+          >
+            {PRIORITIES.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </label>
       </div>
       {transferring && !closed && (
         <TransferForm

@@ -31,6 +31,19 @@ export function ConversationPane({ id }: { id: string }) {
       if (live.reading === id) live.reading = undefined;
     };
   }, [id, live]);
+  // r: to the reply box, from anywhere but a field.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const target = e.target as HTMLElement;
+      if (e.key !== 'r' || e.altKey || e.ctrlKey || e.metaKey || target.closest('input, textarea, select, [contenteditable]')) return;
+      const box = document.getElementById('reply-text');
+      if (!box) return;
+      e.preventDefault();
+      box.focus();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, []);
   useEffect(() => {
     if (unread > 0) markRead.mutate();
   }, [id, unread]);
