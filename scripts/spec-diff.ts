@@ -8,6 +8,10 @@
 //   node scripts/spec-diff.ts [base]                  base: a git ref; default the merge base with main,
 //                                                     or on main itself (CI's clean clone) the first parent
 //   node scripts/spec-diff.ts --before A.yaml --after B.yaml   two files (the tests use it)
+//   --format markdown                                 Markdown for a pull request comment (default: text)
+//
+// A change to a shared schema reaches every operation that uses it: it is one entry, naming the schema
+// where it was made and the operations it reaches, not a line under each of them.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { apiCompare } from 'api-smart-diff';
@@ -23,6 +27,10 @@ interface Change {
   action: string;
   where: string;
   description: string;
+  /** `where` as the diff's path segments (a content type like application/json is one). */
+  segments?: string[];
+  before?: unknown;
+  after?: unknown;
 }
 
 const args = process.argv.slice(2);
@@ -58,6 +66,8 @@ let before: Doc;
 let after: Doc;
 let label: string;
 let baseRef: string | undefined;
+const format = option('--format') ?? 'text';
+if (format !== 'text' && format !== 'markdown') throw new Error(`--format is text or markdown, not ${format}`);
 const beforeFile = option('--before');
 const afterFile = option('--after');
 if (beforeFile || afterFile) {
@@ -87,10 +97,23 @@ const { diffs } = apiCompare(before, after);
 const byOperation = new Map<string, Change[]>();
 const add = (key: string, change: Change) => byOperation.set(key, [...(byOperation.get(key) ?? []), change]);
 const operationKey = (path: string, method: string, doc: Doc) => `${method.toUpperCase()} ${path}${doc.paths?.[path]?.[method]?.operationId ? ` (${doc.paths[path][method].operationId})` : ''}`;
+/** The components' own changes: where a change that reaches operations was made (see `originOf`). */
+const componentChanges: { origin: string; segments: string[]; action: string; before: unknown; after: unknown }[] = [];
 for (const d of diffs) {
   const [top, path, method, ...rest] = d.path.map(String);
-  if (top === 'components') continue;
-  const change: Change = { type: d.type, action: d.action, where: rest.join('.'), description: d.description ?? `${d.action} ${d.path.join('.')}` };
+  if (top === 'components') {
+    if (path === 'schemas' && method !== undefined) componentChanges.push({ origin: d.path.map(String).join('.'), segments: rest, action: d.action, before: d.before, after: d.after });
+    continue;
+  }
+  const change: Change = {
+    type: d.type,
+    action: d.action,
+    where: rest.join('.'),
+    description: d.description ?? `${d.action} ${d.path.join('.')}`,
+    segments: rest,
+    before: d.before,
+    after: d.after,
+  };
   if (top !== 'paths' || path === undefined) add('(document)', { ...change, where: d.path.join('.') });
   else if (method !== undefined && METHODS.has(method)) add(operationKey(path, method, d.action === 'remove' && rest.length === 0 ? before : after), change);
   else if (method === undefined) {
@@ -181,13 +204,64 @@ function widensResponseType(path: string, method: string, where: string): boolea
   return old.length > 0 && now.some((t) => !old.includes(t));
 }
 
+/** Whether a schema lets null through: `type` naming it, OpenAPI 3.0's `nullable`, a union member that does, a null value. */
+function admitsNull(schema: any): boolean {
+  if (!schema || typeof schema !== 'object') return false;
+  if (schema.type === 'null' || (Array.isArray(schema.type) && schema.type.includes('null')) || schema.nullable === true) return true;
+  if (schema.const === null || (Array.isArray(schema.enum) && schema.enum.includes(null))) return true;
+  return [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].some((member: any) => admitsNull(member));
+}
+const SCHEMA_KEYWORDS = new Set(['type', 'nullable', 'anyOf', 'oneOf', 'enum', 'const']);
+/** The schema a change under a response is made in: the segments up to its last schema keyword. */
+function responseSchemaAt(segments: string[] | undefined): string[] | undefined {
+  if (!segments || segments[0] !== 'responses') return undefined;
+  for (let at = segments.length - 1; at > 0; at--) if (SCHEMA_KEYWORDS.has(segments[at]!) && segments[at - 1] !== 'properties') return segments.slice(0, at);
+  return undefined;
+}
+/**
+ * How a response field widened, or undefined: it may now be null, or a closed enum (no `x-extensible`) has
+ * values it had not. A client that reads it as before meets what it was told never comes.
+ */
+function widenedResponse(path: string, method: string, segments: string[] | undefined): string | undefined {
+  const at = responseSchemaAt(segments);
+  if (!at) return undefined;
+  const beforeSchema = resolvePath(pristine.before, ['paths', path, method, ...at]);
+  const afterSchema = resolvePath(pristine.after, ['paths', path, method, ...at]);
+  if (!beforeSchema || !afterSchema) return undefined;
+  const field = at.filter((_, i) => at[i - 1] === 'properties').join('.') || 'the body';
+  if (admitsNull(afterSchema) && !admitsNull(beforeSchema)) return `\`${field}\` may now be null in a response`;
+  if (Array.isArray(beforeSchema.enum) && Array.isArray(afterSchema.enum) && !afterSchema['x-extensible']) {
+    const added = afterSchema.enum.filter((v: unknown) => !beforeSchema.enum.some((w: unknown) => JSON.stringify(w) === JSON.stringify(v)));
+    if (added.length > 0) return `\`${field}\` in a response may now be ${added.map((v: unknown) => `\`${String(v)}\``).join(', ')} (a closed enum: no x-extensible)`;
+  }
+  return undefined;
+}
+
+/** A request field's `type` that only grew (`string` to `[string, null]`): every value sent before still passes. */
+function widensRequestType(path: string, method: string, segments: string[] | undefined): boolean {
+  if (!segments || (segments[0] !== 'requestBody' && segments[0] !== 'parameters') || segments.at(-1) !== 'type') return false;
+  const base = ['paths', path, method, ...segments.slice(0, -1)];
+  const typesOf = (schema: Doc | undefined): string[] => (schema === undefined ? [] : Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type]);
+  const old = typesOf(resolvePath(pristine.before, base));
+  const now = typesOf(resolvePath(pristine.after, base));
+  return old.length > 0 && now.length > old.length && old.every((t) => now.includes(t));
+}
+
 for (const [key, changes] of byOperation) {
   const [method, path] = key.split(' ') as [string, string];
   if (!path) continue;
   for (const c of changes) {
+    const widened = widenedResponse(path, method.toLowerCase(), c.segments);
     if (c.type === 'breaking' && growsOpenSet(path, method.toLowerCase(), c.where)) {
       c.type = 'non-breaking';
       c.description += ' (an open set grew: x-extensible)';
+    } else if (widened) {
+      // Said in our words: api-smart-diff's, where a schema is used twice in an operation, can be "annotation (2)".
+      c.type = 'breaking';
+      c.description = `[Widened] ${widened}`;
+    } else if (c.type === 'breaking' && widensRequestType(path, method.toLowerCase(), c.segments)) {
+      c.type = 'non-breaking';
+      c.description += ' (a request type widened: what clients send still passes)';
     } else if (c.type !== 'breaking' && widensResponseType(path, method.toLowerCase(), c.where)) {
       c.type = 'breaking';
       c.description += ' (a response type widened: clients meet values they were told never come)';
@@ -195,29 +269,132 @@ for (const [key, changes] of byOperation) {
   }
 }
 
-let breaking = 0;
-let unannounced = 0;
-const lines: string[] = [`contract changes: ${label}`];
-for (const [key, changes] of [...byOperation].sort(([a], [b]) => a.localeCompare(b))) {
-  const [method, path] = key.split(' ') as [string, string];
-  const why = path ? intended(path, method.toLowerCase()) : undefined;
-  lines.push('', key + (why ? `  [intended: ${why}]` : ''));
-  for (const c of changes.sort((a, b) => order(a.type) - order(b.type))) {
-    // The path too: api-smart-diff's wording is vague where a $ref was followed ("annotation (expires_in)").
-    lines.push(`  ${c.type.padEnd(12)} ${c.description}${c.where ? `  at ${c.where}` : ''}`);
-    if (c.type !== 'breaking') continue;
-    breaking++;
-    if (!why && (path ?? '').startsWith('/v1')) unannounced++;
+// One entry per change made in one place: a change the components made (see originOf) that reaches two
+// or more operations is told once, with them; the rest under their operation, as before.
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/**
+ * The component schema change an operation's change comes from: one of the same action and values whose
+ * path ends the operation's path, the deepest such (a change to Status shows under Thing.properties.status
+ * too). Undefined for a change made in the operation itself.
+ */
+function originOf(c: Change): string | undefined {
+  if (!c.segments) return undefined;
+  let found: (typeof componentChanges)[number] | undefined;
+  for (const k of componentChanges) {
+    if (k.action !== c.action || k.segments.length > c.segments.length || !same(k.before, c.before) || !same(k.after, c.after)) continue;
+    const tail = c.segments.slice(c.segments.length - k.segments.length);
+    if (!tail.every((s, i) => s === k.segments[i])) continue;
+    if (!found || k.segments.length < found.segments.length) found = k;
+  }
+  return found?.origin;
+}
+/** A description without its operation's context (" in Response 200 content (application/json)"). */
+const contextFree = (description: string) => description.replace(/ in (Response \d+|Request Body) content \([^)]*\)/g, '').replace(/ from `[^`]*`/, '');
+
+/** A component change's field, named from its schema: components.schemas.Thing.properties.label.type is Thing.label. */
+function fieldOf(origin: string): string {
+  const [, , name, ...rest] = origin.split('.');
+  return [name, ...rest.filter((_, i) => rest[i - 1] === 'properties')].join('.');
+}
+
+interface Entry {
+  type: string;
+  description: string;
+  /** Where the change was made: a component schema for a shared change, else the operation's path. */
+  where: string;
+  operations: string[];
+}
+const shared = new Map<string, Entry>();
+const sharedChanges = new Set<Change>();
+{
+  const candidates = new Map<string, { entry: Entry; changes: Change[] }>();
+  for (const [key, changes] of byOperation) {
+    for (const c of changes) {
+      const origin = originOf(c);
+      if (!origin) continue;
+      const id = `${c.type}|${origin}`;
+      const found = candidates.get(id) ?? { entry: { type: c.type, description: contextFree(c.description).replace(/^\[Widened\] `[^`]*`/, `[Widened] \`${fieldOf(origin)}\``), where: origin, operations: [] }, changes: [] };
+      if (!found.entry.operations.includes(key)) found.entry.operations.push(key);
+      found.changes.push(c);
+      candidates.set(id, found);
+    }
+  }
+  for (const [id, { entry, changes }] of candidates) {
+    if (entry.operations.length < 2) continue;
+    shared.set(id, entry);
+    for (const c of changes) sharedChanges.add(c);
   }
 }
+
 function order(type: string): number {
   return ['breaking', 'deprecated', 'non-breaking', 'annotation', 'unclassified'].indexOf(type);
 }
-const counts = (type: string) => [...byOperation.values()].flat().filter((c) => c.type === type).length;
-if (byOperation.size === 0) lines.push('', 'no change to any operation');
-lines.push('', `${byOperation.size} operations changed: ${breaking} breaking, ${counts('deprecated')} deprecated, ${counts('non-breaking')} non-breaking, ${counts('annotation')} annotation`);
-if (baseRef && tryGit('diff', '--stat', baseRef, '--', 'openapi/events.asyncapi.yaml')) lines.push('openapi/events.asyncapi.yaml changed too (not classified: api-smart-diff reads AsyncAPI 2 only; its payloads are chat.yaml schemas, classified above)');
+const isV1 = (key: string) => (key.split(' ')[1] ?? '').startsWith('/v1');
+const intendedFor = (key: string) => {
+  const [method, path] = key.split(' ') as [string, string];
+  return path ? intended(path, method.toLowerCase()) : undefined;
+};
+
+// What is told: the shared entries, then each operation's own changes. Counts are of entries.
+const sharedEntries = [...shared.values()].sort((a, b) => order(a.type) - order(b.type) || a.where.localeCompare(b.where));
+const own = [...byOperation]
+  .map(([key, changes]) => ({ key, why: intendedFor(key), changes: changes.filter((c) => !sharedChanges.has(c)).sort((a, b) => order(a.type) - order(b.type)) }))
+  .filter((o) => o.changes.length > 0)
+  .sort((a, b) => a.key.localeCompare(b.key));
+const entryTypes = [...sharedEntries.map((e) => e.type), ...own.flatMap((o) => o.changes.map((c) => c.type))];
+const counts = (type: string) => entryTypes.filter((t) => t === type).length;
+// An entry breaks unannounced when it breaks a /v1 operation whose sunset has not come.
+const unannounced =
+  sharedEntries.filter((e) => e.type === 'breaking' && e.operations.some((key) => isV1(key) && !intendedFor(key))).length +
+  own.reduce((n, o) => n + (isV1(o.key) && !o.why ? o.changes.filter((c) => c.type === 'breaking').length : 0), 0);
+const summary = `${byOperation.size} operations changed, ${entryTypes.length} ${entryTypes.length === 1 ? 'entry' : 'entries'}: ${counts('breaking')} breaking, ${counts('deprecated')} deprecated, ${counts('non-breaking')} non-breaking, ${counts('annotation')} annotation`;
+const asyncNote =
+  baseRef && tryGit('diff', '--stat', baseRef, '--', 'openapi/events.asyncapi.yaml')
+    ? 'openapi/events.asyncapi.yaml changed too (not classified: api-smart-diff reads AsyncAPI 2 only; its payloads are chat.yaml schemas, classified above)'
+    : undefined;
 if (unannounced > 0) problems.push(`${unannounced} breaking change(s) under /v1 not announced: deprecate first (deprecated: true, x-deprecated-at, x-sunset six months ahead), break after the sunset`);
-for (const p of problems) lines.push(`FAIL ${p}`);
+
+const lines: string[] = [];
+if (format === 'text') {
+  lines.push(`contract changes: ${label}`);
+  if (sharedEntries.length > 0) {
+    lines.push('', 'shared changes (made once, reaching several operations):');
+    for (const e of sharedEntries) {
+      lines.push(`  ${e.type.padEnd(12)} ${e.description}  at ${e.where}`);
+      lines.push(`  ${''.padEnd(12)} in ${e.operations.length} operations: ${[...e.operations].sort().join(', ')}`);
+    }
+  }
+  for (const o of own) {
+    lines.push('', o.key + (o.why ? `  [intended: ${o.why}]` : ''));
+    // The path too: api-smart-diff's wording is vague where a $ref was followed ("annotation (expires_in)").
+    for (const c of o.changes) lines.push(`  ${c.type.padEnd(12)} ${c.description}${c.where ? `  at ${c.where}` : ''}`);
+  }
+  if (byOperation.size === 0) lines.push('', 'no change to any operation');
+  lines.push('', summary);
+  if (asyncNote) lines.push(asyncNote);
+  for (const p of problems) lines.push(`FAIL ${p}`);
+} else {
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  const code = (text: string) => `\`${text.replace(/`/g, "'")}\``;
+  const operation = (key: string) => {
+    const [method, path, id] = key.split(' ');
+    return `${code(`${method} ${path}`)}${id ? ` ${id}` : ''}`;
+  };
+  lines.push('### Contract changes', '', cell(label), '', `**${summary}**`);
+  if (problems.length > 0) lines.push('', '> [!CAUTION]', ...problems.map((p) => `> ${p}`));
+  if (sharedEntries.length > 0) {
+    lines.push('', '#### Shared changes', '', 'Made once in a shared schema; each reaches several operations.', '', '| | Change | Made at | Operations |', '|---|---|---|---|');
+    for (const e of sharedEntries) lines.push(`| **${e.type}** | ${cell(e.description)} | ${code(e.where)} | ${e.operations.length}: ${[...e.operations].sort().map(operation).join('<br>')} |`);
+  }
+  if (own.length > 0) {
+    lines.push('', '#### By operation');
+    for (const o of own) {
+      lines.push('', `${operation(o.key)}${o.why ? ` _(intended: ${cell(o.why)})_` : ''}`, '', '| | Change | At |', '|---|---|---|');
+      for (const c of o.changes) lines.push(`| **${c.type}** | ${cell(c.description)} | ${c.where ? code(c.where) : ''} |`);
+    }
+  }
+  if (byOperation.size === 0) lines.push('', 'No change to any operation.');
+  if (asyncNote) lines.push('', `_${asyncNote}_`);
+}
 console.log(lines.join('\n'));
 process.exitCode = problems.length > 0 ? 1 : 0;

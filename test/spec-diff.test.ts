@@ -36,8 +36,10 @@ describe('npm run spec:diff', function () {
       schemas(doc).TokenPair.required = schemas(doc).TokenPair.required.filter((f: string) => f !== 'expires_in');
     });
     expect(status, out).to.equal(1);
-    expect(out).to.match(/POST \/v1\/auth\/login \(login\)\n(.*\n)*? {2}breaking +\[Removed\] .* at responses\.200\.content\.application\/json\.schema\.properties\.expires_in/);
-    expect(out).to.contain('POST /v1/auth/refresh (refreshToken)');
+    // Made once in TokenPair: one entry, with every operation it reaches.
+    expect(out).to.match(/\n {2}breaking +\[Removed\] property `expires_in` +at components\.schemas\.TokenPair\.properties\.expires_in\n +in 4 operations: .*POST \/v1\/auth\/login \(login\), POST \/v1\/auth\/refresh \(refreshToken\)/);
+    expect(out.match(/property `expires_in`/g)).to.have.length(1);
+    expect(out).not.to.match(/^POST \/v1\/auth\/login/m);
     expect(out).to.match(/FAIL \d+ breaking change\(s\) under \/v1 not announced/);
   });
 
@@ -46,11 +48,13 @@ describe('npm run spec:diff', function () {
       schemas(doc).TokenPair.properties.token_type = { ...schemas(doc).TokenPair.properties.token_type, type: ['string', 'null'] };
     });
     expect(widened.status, widened.out).to.equal(1);
-    expect(widened.out).to.match(/POST \/v1\/auth\/login \(login\)\n(.*\n)*? {2}breaking .*\(a response type widened: clients meet values they were told never come\) +at responses\.200\.content\.application\/json\.schema\.properties\.token_type\.type/);
+    expect(widened.out).to.match(/\n {2}breaking +\[Widened\] `TokenPair\.token_type` may now be null in a response +at components\.schemas\.TokenPair\.properties\.token_type\.type\n +in 4 operations: .*POST \/v1\/auth\/login \(login\)/);
     const request = diff((doc) => {
       schemas(doc).LoginRequest.properties.email = { ...schemas(doc).LoginRequest.properties.email, type: ['string', 'null'] };
     });
-    expect(request.out).to.not.contain('a response type widened');
+    expect(request.status, request.out).to.equal(0);
+    expect(request.out).to.contain(' 0 breaking');
+    expect(request.out).to.not.contain('may now be null in a response');
   });
 
   it('fails on a new required request field', () => {
@@ -76,7 +80,7 @@ describe('npm run spec:diff', function () {
       schemas(doc).ConversationStatus.enum.splice(1, 0, 'snoozed');
     });
     expect(closed.status, closed.out).to.equal(1);
-    expect(closed.out).to.match(/GET \/v1\/conversations \(listConversations\)\n(.*\n)*? {2}breaking +\[Replaced\] possible values/);
+    expect(closed.out).to.match(/\n {2}breaking +\[Widened\] .* may now be `snoozed` \(a closed enum: no x-extensible\) +at components\.schemas\.ConversationStatus\.enum\.\d+\n +in \d+ operations: .*GET \/v1\/conversations \(listConversations\)/);
   });
 
   it('fails on a removed operation', () => {
@@ -121,6 +125,59 @@ describe('npm run spec:diff', function () {
     );
     expect(status, out).to.equal(0);
     expect(out).to.match(/POST \/v1\/auth\/logout \(logout\) {2}\[intended: deprecated, sunset .* passed\]/);
+  });
+
+  describe('on the fixture pair (test/fixtures/spec-diff)', () => {
+    const pair = (...extra: string[]) => {
+      const run = spawnSync(process.execPath, ['scripts/spec-diff.ts', '--before', 'test/fixtures/spec-diff/before.yaml', '--after', 'test/fixtures/spec-diff/after.yaml', ...extra], { encoding: 'utf8' });
+      return { status: run.status, out: run.stdout + run.stderr };
+    };
+    const THINGS = 'GET /v1/things (listThings), GET /v1/things/{id} (getThing), PATCH /v1/things/{id} (updateThing), POST /v1/things (createThing)';
+
+    it('tells a change made in a shared schema once, with the four operations it reaches, and flags widened responses', () => {
+      const { status, out } = pair();
+      expect(status, out).to.equal(1);
+      const shared = out.slice(out.indexOf('shared changes'), out.indexOf('\nGET /v1/stats'));
+      expect(shared.split('\n')).to.deep.equal([
+        'shared changes (made once, reaching several operations):',
+        '  breaking     [Widened] `Status` in a response may now be `snoozed` (a closed enum: no x-extensible)  at components.schemas.Status.enum.2',
+        `               in 4 operations: ${THINGS}`,
+        '  breaking     [Widened] `Thing.label` may now be null in a response  at components.schemas.Thing.properties.label.type',
+        `               in 4 operations: ${THINGS}`,
+        '  non-breaking [Removed] property `note`  at components.schemas.Thing.properties.note',
+        `               in 4 operations: ${THINGS}`,
+        '',
+      ]);
+      // What one operation changed on its own stays under it; a request that accepts more is compatible.
+      expect(out).to.contain('GET /v1/stats (getStats)\n  non-breaking [Added] property `closed`');
+      expect(out).to.match(/POST \/v1\/things \(createThing\)\n(.*\n)* {2}non-breaking \[Replaced\] type definition of `label` in Request Body .*\(a request type widened/);
+      expect(out).not.to.match(/^GET \/v1\/things \(listThings\)$/m);
+      expect(out).to.contain('5 operations changed, 6 entries: 2 breaking, 0 deprecated, 4 non-breaking, 0 annotation');
+      expect(out).to.contain('FAIL 2 breaking change(s) under /v1 not announced');
+    });
+
+    it('--format markdown writes the same entries for a pull request comment', () => {
+      const { status, out } = pair('--format', 'markdown');
+      expect(status, out).to.equal(1);
+      const lines = out.split('\n');
+      expect(lines.slice(0, 8)).to.deep.equal([
+        '### Contract changes',
+        '',
+        'test/fixtures/spec-diff/before.yaml -> test/fixtures/spec-diff/after.yaml',
+        '',
+        '**5 operations changed, 6 entries: 2 breaking, 0 deprecated, 4 non-breaking, 0 annotation**',
+        '',
+        '> [!CAUTION]',
+        '> 2 breaking change(s) under /v1 not announced: deprecate first (deprecated: true, x-deprecated-at, x-sunset six months ahead), break after the sunset',
+      ]);
+      const operations = '4: `GET /v1/things` (listThings)<br>`GET /v1/things/{id}` (getThing)<br>`PATCH /v1/things/{id}` (updateThing)<br>`POST /v1/things` (createThing)';
+      expect(lines).to.include('| | Change | Made at | Operations |');
+      expect(lines).to.include(`| **breaking** | [Widened] \`Thing.label\` may now be null in a response | \`components.schemas.Thing.properties.label.type\` | ${operations} |`);
+      expect(lines.filter((l) => l.startsWith('| **'))).to.have.length(6);
+      expect(lines).to.include('`GET /v1/stats` (getStats)');
+      expect(out).not.to.contain('FAIL');
+      expect(pair('--format', 'html').out).to.contain('--format is text or markdown, not html');
+    });
   });
 
   it('compares the working tree with a git ref by default (no change here: the same file)', () => {
