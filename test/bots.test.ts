@@ -14,7 +14,8 @@ import type { PresenceStore } from '../src/presence/presence.ts';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
 import { type Harness, TEST_CONFIG, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
-import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
+import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const SITE = 'https://shop.example';
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });

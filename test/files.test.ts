@@ -16,6 +16,7 @@ import { hashThreadForTests } from '../src/files/offthread-hash.ts';
 import { type FileStorage, LocalStorage, S3Storage } from '../src/files/storage.ts';
 import { orphanFileJob } from '../src/retention/retention.jobs.ts';
 import { newId } from '../src/shared/ids.ts';
+import { eventually } from './support/eventually.ts';
 import { addMember, createConversation, createTenant, eventsOf, login, type TestTenant } from './support/factories.ts';
 import { TEST_CONFIG, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
@@ -28,16 +29,6 @@ const asVisitor = (token: string) => ({ Authorization: `Bearer ${token}`, Origin
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 // The first bytes of a PNG: enough for the type to be sniffed from them.
 const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex'), Buffer.alloc(200, 7)]);
-
-/** Polls until check() holds, or fails at the deadline: the sentinel tests wait for instead of sleeping. */
-async function eventually(check: () => Promise<boolean>, what: string, deadlineMs = 10_000): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** A multipart body of parts, by hand: tests need bodies that supertest would not build. */
 function multipart(parts: { name: string; filename?: string; content: Buffer | string }[], boundary = 'test-boundary-1234') {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import request from 'supertest';
 import { addMember, createTenant, login, uniqueEmail } from './support/factories.ts';
+import { eventually } from './support/eventually.ts';
 import { getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
 
@@ -201,13 +202,12 @@ describe('departments', () => {
       const creating = request(h.app).post('/api/v1/departments').set(bearer(t.owner.accessToken)).send({ name: 'Race', member_ids: [agent.userId] }).then((res) => res);
       // The sentinel: a transaction waits on another's (the request's, on the removal's, whether at its
       // check or at its insert). Nothing else runs meanwhile: the tests run one at a time.
-      const deadline = Date.now() + 10_000;
-      for (let waiting = 0; waiting === 0; ) {
-        if (Date.now() > deadline) throw new Error('the request never waited on the removal');
-        waiting = Number(
-          (await h.database.asSystem((trx) => sql<{ n: string }>`select count(*) as n from pg_locks where not granted and locktype = 'transactionid'`.execute(trx))).rows[0]!.n,
-        );
-      }
+      await eventually(
+        async () =>
+          Number((await h.database.asSystem((trx) => sql<{ n: string }>`select count(*) as n from pg_locks where not granted and locktype = 'transactionid'`.execute(trx))).rows[0]!.n) > 0,
+        'the request to wait on the removal',
+        { everyMs: 0 },
+      );
       commitRemoval!();
       await removal;
       expectProblem(await creating, 422, 'ERR_USER_NOT_IN_TENANT');

@@ -10,7 +10,8 @@ import { TEST_JWT_SECRET, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
 import { connect } from './support/realtime.ts';
 import { uniqueEmail, PASSWORD } from './support/factories.ts';
-import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
+import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const METRICS_TOKEN = 'metrics-token-for-the-tests-0123456789';
 

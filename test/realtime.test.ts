@@ -13,7 +13,7 @@ import { newId } from '../src/shared/ids.ts';
 import { addMember, createConversation, createTenant, createVisitor, login, type TestTenant } from './support/factories.ts';
 import { TEST_JWT_SECRET, getHarness } from './support/harness.ts';
 import { type Client, connect, contractErrors, EVENT_TYPES, type RealtimeServer, startRealtime } from './support/realtime.ts';
-import { eventually } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 import { WebSocket } from 'ws';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
@@ -595,9 +595,7 @@ describe('realtime gateway', function () {
         await request(tight.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conv.id, content: 'x'.repeat(5000) }).expect(201);
       }
       // The server closes it (4008) and, since it reads nothing, terminates it: wait for the count to drop.
-      const deadline = Date.now() + 5000;
-      while (tight.gateway.connectionCount >= before && Date.now() < deadline) await new Promise((r) => setImmediate(r));
-      expect(tight.gateway.connectionCount).to.be.lessThan(before);
+      await eventually(() => tight.gateway.connectionCount < before, 'the slow socket to be dropped', { timeoutMs: 5000, everyMs: 0 });
     });
   });
 });
@@ -744,9 +742,7 @@ describe('realtime across instances (Redis)', function () {
     const [a, b] = await Promise.all(clients.map((c) => RedisFanout.create(c, { pollMs: 250 })));
     const heard = { a: [] as string[], b: [] as string[] };
     const waiters: (() => void)[] = [];
-    const until = async (check: () => boolean) => {
-      while (!check()) await new Promise<void>((r) => waiters.push(r));
-    };
+    const until = (check: () => boolean) => eventually(check, () => `what was published to be heard (a: ${heard.a.join(', ')}; b: ${heard.b.join(', ')})`, { wake: (wakeUp) => waiters.push(wakeUp) });
     // Other instances of this run publish on the same channel: only this test's names are kept.
     const tag = newId('tenant');
     const hear = (name: 'a' | 'b', what: string) => {

@@ -11,6 +11,7 @@ import { DataDirLockedError } from '../src/db/data-dir-lock.ts';
 import { type Database, openDatabase } from '../src/db/database.ts';
 import { asUnavailable, isConnectionError } from '../src/db/errors.ts';
 import { loadContract } from '../src/http/contract.ts';
+import { eventually } from './support/eventually.ts';
 import { createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
@@ -116,20 +117,12 @@ describe('the PostgreSQL pool when the server ends its connections', function ()
   const terminateOurs = () =>
     sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${appName} and pid <> pg_backend_pid()`.execute(admin.db);
 
-  async function until(condition: () => boolean) {
-    const deadline = Date.now() + 10_000;
-    while (!condition()) {
-      if (Date.now() > deadline) throw new Error('condition not met within 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-
   it('an idle connection terminated by the server is heard, not fatal, and the pool reconnects', async () => {
     await Promise.all([database.ping(), database.ping(), database.ping()]);
     heard.length = 0;
     const terminated = await terminateOurs();
     expect(terminated.rows.length).to.be.greaterThan(0);
-    await until(() => heard.length >= terminated.rows.length);
+    await eventually(() => heard.length >= terminated.rows.length, 'the pool to hear every terminated connection');
     expect(heard.every((err) => isConnectionError(err)), heard.map((e) => e.message).join('; ')).to.equal(true);
     await database.ping();
   });
@@ -142,7 +135,7 @@ describe('the PostgreSQL pool when the server ends its connections', function ()
       .execute((trx) => sql`select pg_terminate_backend(pg_backend_pid())`.execute(trx))
       .then(() => undefined, (err: unknown) => err);
     expect(asUnavailable(failed), String(failed)).to.not.equal(undefined);
-    await until(() => heard.length > 0);
+    await eventually(() => heard.length > 0, 'the pool to hear the terminated connection');
     const { rows } = await database.asSystem((trx) => sql<{ one: number }>`select 1 as one`.execute(trx));
     expect(rows).to.deep.equal([{ one: 1 }]);
   });

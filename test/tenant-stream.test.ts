@@ -4,6 +4,7 @@ import type { FeedPage, FeedPosition, FeedRow } from '../src/events/feed.reposit
 import type { Connection } from '../src/realtime/connection.ts';
 import { joinHandoffs, TenantStream } from '../src/realtime/tenant-stream.ts';
 import type { OutgoingFrame } from '../src/realtime/wire.ts';
+import { eventually } from './support/eventually.ts';
 
 const TENANT = 'tn_00000000-0000-7000-8000-000000000001';
 
@@ -128,7 +129,7 @@ describe('a tenant stream under a stream of news', () => {
     s.stream.wake();
     await settle();
     expect(s.reads, 'no read before the gap has passed').to.have.length(0);
-    while (s.reads.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually(() => s.reads.length > 0, 'the read after the gap', { everyMs: 5 });
     // Two milliseconds of slack: libuv counts timers in whole milliseconds on a loop clock read once per
     // turn, so a timer can fire up to about a millisecond before its due time by performance.now() (CI saw
     // 148.93 ms for a gap of 150 with one millisecond of slack).

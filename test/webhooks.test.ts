@@ -24,7 +24,8 @@ import { type TestTenant, addMember, createConversation, createTenant, login } f
 import { testDispatcher } from './support/dispatcher.ts';
 import { type Harness, getHarness, sentMail } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
-import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
+import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const TIMEOUT_MS = 400;

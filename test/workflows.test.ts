@@ -13,7 +13,8 @@ import { type TestTenant, addMember, createConversation, createTenant, login, me
 import { type Harness, getHarness, sentMail } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
 import { startSmtpServer } from './support/smtp.ts';
-import { type Receiver, eventually, startReceiver } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
+import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const TIMEOUT_MS = 400;

@@ -12,7 +12,8 @@ import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher.ts';
 import { type Transport, createTransport } from '../../src/webhooks/webhook.transport.ts';
 import { createConversation, createTenant } from '../support/factories.ts';
 import { getHarness, openExtraDatabase } from '../support/harness.ts';
-import { type Receiver, eventually, startReceiver } from '../support/webhook-receiver.ts';
+import { eventually } from '../support/eventually.ts';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 import { recordFigure } from './figures.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });

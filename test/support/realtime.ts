@@ -12,6 +12,7 @@ import { type Fanout, LocalFanout, RedisFanout } from '../../src/realtime/fanout
 import { type GatewayOptions, RealtimeGateway } from '../../src/realtime/gateway.ts';
 import { MemoryPresenceTracker, type PresenceTracker, RedisPresenceTracker } from '../../src/realtime/presence-tracker.ts';
 import { MemoryTicketStore, RedisTicketStore, type TicketStore } from '../../src/realtime/tickets.ts';
+import { eventually } from './eventually.ts';
 import { getHarness } from './harness.ts';
 
 export interface RealtimeServer {
@@ -115,17 +116,11 @@ export function connect(url: string, headers: Record<string, string> = {}, optio
       frames,
       closed,
       close: () => ws.close(),
-      async next(match, from = 0) {
-        const deadline = Date.now() + 5000;
-        for (;;) {
-          const found = frames.slice(from).find(match);
-          if (found) return found;
-          if (Date.now() > deadline) throw new Error(`no matching frame; got: ${frames.map((f) => f.type).join(', ')}`);
-          await new Promise<void>((r) => {
-            waiters.push(r);
-            setTimeout(r, 100);
-          });
-        }
+      next(match, from = 0) {
+        return eventually(() => frames.slice(from).find(match), () => `a matching frame; got: ${frames.map((f) => f.type).join(', ')}`, {
+          timeoutMs: 5000,
+          wake: (wakeUp) => waiters.push(wakeUp),
+        });
       },
     };
     // Resolved once the welcome frame is in: the socket has joined its tenant's stream.

@@ -1,5 +1,6 @@
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import { eventually } from './eventually.ts';
 
 export interface ReceivedMail {
   to: string[];
@@ -51,17 +52,10 @@ export async function startSmtpServer(options: { refuse?: () => number | undefin
       return refused;
     },
     /** The first mail to this address whose subject matches, waiting for it up to 10 s. */
-    async waitFor(to: string, subject: RegExp): Promise<ReceivedMail> {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const mail = received.find((m) => m.to.includes(to) && subject.test(m.subject));
-        if (mail) return mail;
-        if (Date.now() > deadline) throw new Error(`no mail to ${to} matching ${subject} (got: ${received.map((m) => m.subject).join(', ')})`);
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, 200);
-        });
-      }
+    waitFor(to: string, subject: RegExp): Promise<ReceivedMail> {
+      return eventually(() => received.find((m) => m.to.includes(to) && subject.test(m.subject)), () => `a mail to ${to} matching ${subject} (got: ${received.map((m) => m.subject).join(', ')})`, {
+        wake: (wakeUp) => waiters.push(wakeUp),
+      });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

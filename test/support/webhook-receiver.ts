@@ -1,6 +1,7 @@
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { eventually } from './eventually.ts';
 
 export interface ReceivedDelivery {
   id: string;
@@ -43,16 +44,10 @@ export async function startReceiver(options: { secrets?: string[]; behave?: (d: 
     behave: options.behave ?? (() => 'ok'),
     maxConcurrentPerId: 0,
     until: async (predicate, ms = 15_000) => {
-      const deadline = Date.now() + ms;
-      while (!predicate(receiver.received)) {
-        if (Date.now() > deadline) {
-          throw new Error(`the receiver did not get what was awaited; it got ${receiver.received.length}: ${receiver.received.slice(-10).map((d) => `${d.id}→${d.answered}`).join(', ')} (the last ten)`);
-        }
-        await new Promise<void>((resolve) => {
-          waiters.add(resolve);
-          setTimeout(resolve, 100);
-        });
-      }
+      await eventually(() => predicate(receiver.received), () => `the receiver to get what was awaited; it got ${receiver.received.length}: ${receiver.received.slice(-10).map((d) => `${d.id}→${d.answered}`).join(', ')} (the last ten)`, {
+        timeoutMs: ms,
+        wake: (wakeUp) => waiters.add(wakeUp),
+      });
     },
     close: async () => {
       for (const release of hanging) release();
@@ -103,15 +98,4 @@ export async function startReceiver(options: { secrets?: string[]; behave?: (d: 
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', () => resolve()));
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   return receiver;
-}
-
-/** Polls `check` until it answers a value (a sentinel in the database, ...); rejects after `ms`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
