@@ -152,8 +152,16 @@ describe('the team app in a browser', function () {
     await agent.getByRole('link', { name: viewName('Mine', 1) }).waitFor(WAIT);
     await agent.getByRole('link', { name: viewName('Unassigned', 0) }).waitFor(WAIT);
 
-    // The canned response, by keyboard: "/" opens them, Enter takes one, Enter sends.
+    // Typing, both ways: the visitor's shows in the app, the agent's in the bubble.
+    await visitor.locator('chat-widget textarea#chat-input').pressSequentially('And to Sweden');
+    await agent.getByText('The visitor is typing…').waitFor(WAIT);
+    await visitor.locator('chat-widget textarea#chat-input').fill('');
     const box = agent.getByRole('combobox', { name: 'Reply to the visitor' });
+    await box.pressSequentially('One moment');
+    await visitor.locator('chat-widget .typing', { hasText: 'The team is typing' }).waitFor(WAIT);
+    await box.fill('');
+
+    // The canned response, by keyboard: "/" opens them, Enter takes one, Enter sends.
     await box.focus();
     await box.pressSequentially('/nor');
     await agent.getByRole('option', { name: /norway/ }).waitFor(WAIT);

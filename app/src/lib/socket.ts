@@ -23,6 +23,7 @@ export interface Typing {
 const PING_EVERY_MS = 25_000;
 const SILENT_LIMIT_MS = 60_000;
 const SEEN_KEPT = 2_000;
+const TYPING_SHOWN_MS = 6_000;
 
 export class LiveConnection {
   state: ConnectionState = 'connecting';
@@ -235,7 +236,7 @@ export class LiveConnection {
           satisfaction: { rating: event.data.rating, comment: event.data.comment, answered_at: event.created_at },
         }));
       case 'message.created':
-        this.typing.delete(event.data.conversation_id);
+        if (event.data.message.sender_type === 'visitor' && this.typing.delete(event.data.conversation_id)) this.#changed();
         return addMessage(qc, event.data.message, { reading: this.reading === event.data.conversation_id && document.visibilityState === 'visible' });
       case 'presence.updated':
         this.teamPresence.set(event.data.user_id, event.data.presence);
@@ -243,8 +244,17 @@ export class LiveConnection {
         return this.#changed();
       case 'typing':
         if (event.data.sender_type !== 'visitor') return;
-        if (event.data.is_typing) this.typing.set(event.data.conversation_id, { conversationId: event.data.conversation_id, until: Date.now() + 6_000 });
-        else this.typing.delete(event.data.conversation_id);
+        if (event.data.is_typing) {
+          const conversationId = event.data.conversation_id;
+          const typing = { conversationId, until: Date.now() + TYPING_SHOWN_MS };
+          this.typing.set(conversationId, typing);
+          // No "stopped" may ever come (the visitor left): the signal fades by itself.
+          setTimeout(() => {
+            if (this.typing.get(conversationId) !== typing) return;
+            this.typing.delete(conversationId);
+            this.#changed();
+          }, TYPING_SHOWN_MS);
+        } else this.typing.delete(event.data.conversation_id);
         return this.#changed();
       default:
         return;

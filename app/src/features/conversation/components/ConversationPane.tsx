@@ -77,7 +77,7 @@ export function ConversationPane({ id }: { id: string }) {
         {c.visitor_id && <VisitorPanel visitorId={c.visitor_id} />}
       </div>
       <p className="typing" aria-live="polite">
-        {typing && typing.until > Date.now() ? 'The visitor is typing…' : ''}
+        {typing ? 'The visitor is typing…' : ''}
       </p>
       {lastSend?.status === 'error' && <ErrorText error={lastSend.error} id="reply-error" />}
       {readOnly ? (
