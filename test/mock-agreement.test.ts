@@ -81,6 +81,8 @@ describe('the mock and the service answer bad requests alike', function () {
     /** The path with an id of the right shape that names nothing. */
     unknownPath: string;
     hasPathId: boolean;
+    /** Whether it takes the shared `limit` query parameter (lists). */
+    hasLimit: boolean;
     schemes: string[];
     json: unknown;
     jsonBody: boolean;
@@ -107,6 +109,7 @@ describe('the mock and the service answer bad requests alike', function () {
         operationId: op.operationId,
         unknownPath,
         hasPathId: params.length > 0,
+        hasLimit: [...(item.parameters ?? []), ...(op.parameters ?? [])].map(resolve).some((p: any) => p.in === 'query' && p.name === 'limit'),
         schemes: [...new Set<string>(security.flatMap((s: object) => Object.keys(s)))],
         json,
         jsonBody: media !== undefined,
@@ -174,6 +177,14 @@ describe('the mock and the service answer bad requests alike', function () {
       'with a malformed body',
       ops.filter((op) => op.jsonBody),
       (op) => ({ path: op.unknownPath, mock: credentialOf(op), service: credentialOf(op), body: ['not', 'the', 'object', 'asked for'] }),
+    );
+  });
+
+  it('with a malformed query: every list', async () => {
+    await compare(
+      'with a malformed query',
+      ops.filter((op) => op.hasLimit),
+      (op) => ({ path: `${op.unknownPath}?limit=-1`, mock: credentialOf(op), service: credentialOf(op), body: op.json }),
     );
   });
 
