@@ -479,6 +479,33 @@ describe('the team app in a browser', function () {
     expect(errors).to.deep.equal([]);
   });
 
+  it('files go up with a reply and come down from the thread; a file over 20 MiB is refused in words', async () => {
+    const t = await createTenant();
+    const { token, conversationId } = await startVisitorConversation(t, 'Can you send the invoice?');
+    const { page, errors } = await appPage(await browser());
+    await logIn(page, t.owner.email);
+    await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+    await page.locator('.messages li.visitor', { hasText: 'invoice' }).waitFor(WAIT);
+    await page.getByLabel('Attach a file').setInputFiles({ name: 'invoice-1234.txt', mimeType: 'text/plain', buffer: Buffer.from('Invoice 1234: 2 tents, 398 EUR') });
+    await page.getByRole('list', { name: 'Files to send' }).getByText('invoice-1234.txt').waitFor(WAIT);
+    await page.getByRole('combobox', { name: 'Reply to the visitor' }).fill('Here it is.');
+    await page.keyboard.press('Enter');
+    const sent = page.locator('.messages li.agent', { hasText: 'Here it is.' });
+    await sent.getByRole('button', { name: /Download invoice-1234\.txt/ }).waitFor(WAIT);
+    expect(await page.getByRole('list', { name: 'Files to send' }).count()).to.equal(0);
+    const seen = await request(rt.app).get(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).expect(200);
+    expect(seen.body.data.find((m: { content: string }) => m.content === 'Here it is.').attachments[0]).to.include({ name: 'invoice-1234.txt', size: 30 });
+
+    const [file] = await Promise.all([page.waitForEvent('download', WAIT), sent.getByRole('button', { name: /Download invoice-1234\.txt/ }).click()]);
+    expect(file.suggestedFilename()).to.equal('invoice-1234.txt');
+    const { readFile } = await import('node:fs/promises');
+    expect(await readFile((await file.path())!, 'utf8')).to.equal('Invoice 1234: 2 tents, 398 EUR');
+
+    await page.getByLabel('Attach a file').setInputFiles({ name: 'huge.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(20 * 1024 * 1024 + 1) });
+    await page.getByRole('alert').filter({ hasText: 'That is too large to send' }).waitFor(WAIT);
+    expect(errors.filter((e) => !/status of 413/.test(e))).to.deep.equal([]);
+  });
+
   it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {
     const t = await createTenant();
     const lite = await addMember(t, { seat: 'lite' });

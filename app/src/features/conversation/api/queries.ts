@@ -54,10 +54,10 @@ export function useSend(conversationId: string) {
   return useMutation({
     // The pane shows the last send's refusal: a 409 can take the reply box away (the conversation closed).
     mutationKey: sendKey(conversationId),
-    mutationFn: async (input: { content: string; internal: boolean; key: string }) => {
+    mutationFn: async (input: { content: string; internal: boolean; key: string; attachments: string[] }) => {
       const { data, error } = await fetchClient.POST('/v1/messages', {
         params: { header: { 'Idempotency-Key': input.key } },
-        body: { conversation_id: conversationId, content: input.content, internal: input.internal },
+        body: { conversation_id: conversationId, content: input.content, internal: input.internal, ...(input.attachments.length ? { attachments: input.attachments } : {}) },
       });
       if (error) throw error;
       return data;
@@ -80,4 +80,35 @@ export function useMarkRead(conversationId: string) {
     },
     onSuccess: (read) => patchConversation(qc, conversationId, (c) => ({ ...c, unread_count: read.unread_count })),
   });
+}
+
+/** Uploads a file for this conversation (streamed by the service; over 20 MiB is refused with 413). */
+export function useUpload(conversationId: string) {
+  return useMutation({
+    mutationFn: async (file: File) => {
+      const { data, error } = await fetchClient.POST('/v1/files', {
+        // The part's filename becomes the file's name; the generated type says `string` for binary.
+        body: { conversation_id: conversationId, file: file as unknown as string },
+        bodySerializer: (body) => {
+          const form = new FormData();
+          form.append('conversation_id', body.conversation_id!);
+          form.append('file', body.file as unknown as File, file.name);
+          return form;
+        },
+      });
+      if (error) throw error;
+      return data;
+    },
+  });
+}
+
+/** Opens a file's signed link: the service answers it as a download. */
+export async function download(fileId: string): Promise<void> {
+  const { data, error } = await fetchClient.GET('/v1/files/{id}', { params: { path: { id: fileId } } });
+  if (error) throw error;
+  const link = document.createElement('a');
+  link.href = data.url;
+  link.download = data.name;
+  link.rel = 'noopener';
+  link.click();
 }

@@ -2,7 +2,8 @@ import { useQuery } from '@tanstack/react-query';
 import { type FormEvent, type KeyboardEvent, useId, useMemo, useRef, useState } from 'react';
 import { $api } from '../../../lib/api.ts';
 import { useLive } from '../../../lib/hooks.ts';
-import { useSend } from '../api/queries.ts';
+import { ErrorText } from '../../../components/ErrorText.tsx';
+import { useSend, useUpload } from '../api/queries.ts';
 
 /**
  * The answer box. `/` at the start opens the canned responses (arrows to choose, Enter or Tab to take
@@ -18,6 +19,9 @@ export function ReplyBox({ conversationId }: { conversationId: string }) {
   const key = useRef(crypto.randomUUID());
   const typingSent = useRef(0);
   const send = useSend(conversationId);
+  const upload = useUpload(conversationId);
+  const [files, setFiles] = useState<{ id: string; name: string }[]>([]);
+  const fileInput = useRef<HTMLInputElement>(null);
   const listId = useId();
   const canned = useQuery($api.queryOptions('get', '/v1/canned-responses', { params: { query: { limit: 100 } } }, { staleTime: 300_000 }));
 
@@ -41,10 +45,11 @@ export function ReplyBox({ conversationId }: { conversationId: string }) {
     const content = text.trim();
     if (!content || send.isPending) return;
     send.mutate(
-      { content, internal, key: key.current },
+      { content, internal, key: key.current, attachments: files.map((f) => f.id) },
       {
         onSuccess: () => {
           setText('');
+          setFiles([]);
           key.current = crypto.randomUUID();
           if (!internal) live.sendTyping(conversationId, false);
         },
@@ -116,6 +121,20 @@ export function ReplyBox({ conversationId }: { conversationId: string }) {
         onChange={(e) => onChange(e.target.value)}
         onKeyDown={onKeyDown}
       />
+      {files.length > 0 && (
+        <ul className="chips" aria-label="Files to send">
+          {files.map((f) => (
+            <li key={f.id}>
+              {f.name}{' '}
+              <button type="button" aria-label={`Remove ${f.name}`} onClick={() => setFiles((all) => all.filter((x) => x.id !== f.id))}>
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {upload.isPending && <p role="status">Uploading {upload.variables?.name}…</p>}
+      <ErrorText error={upload.error} />
       {send.isPaused && (
         <p className="notice" role="status">
           You are offline: this is sent as soon as you are back.
@@ -124,6 +143,23 @@ export function ReplyBox({ conversationId }: { conversationId: string }) {
       <div className="reply-actions">
         <label className="toggle">
           <input type="checkbox" checked={internal} onChange={(e) => setInternal(e.target.checked)} /> Internal note
+        </label>
+        <label className="attach">
+          Attach a file
+          <input
+            ref={fileInput}
+            type="file"
+            onChange={(e) => {
+              const file = e.target.files?.[0];
+              if (!file) return;
+              upload.mutate(file, {
+                onSuccess: (stored) => setFiles((all) => [...all, { id: stored.id, name: stored.name }]),
+                onSettled: () => {
+                  if (fileInput.current) fileInput.current.value = '';
+                },
+              });
+            }}
+          />
         </label>
         <button type="submit" className="primary" disabled={send.isPending || !text.trim()}>
           {internal ? 'Add note' : 'Send'}

@@ -1,8 +1,8 @@
-import { useEffect, useMemo, useRef } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { ErrorText } from '../../../components/ErrorText.tsx';
 import type { Message } from '../../../lib/cache.ts';
 import type { TeamMember } from '../../../lib/hooks.ts';
-import { useThread } from '../api/queries.ts';
+import { download, useThread } from '../api/queries.ts';
 
 const time = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 
@@ -25,6 +25,7 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
   const thread = useThread(id);
   const messages = useMemo(() => (thread.data?.pages ?? []).flatMap((p) => p.data).toReversed(), [thread.data]);
   const end = useRef<HTMLDivElement>(null);
+  const [downloadError, setDownloadError] = useState<unknown>();
   const newest = messages.at(-1)?.id;
   useEffect(() => {
     end.current?.scrollIntoView({ block: 'end' });
@@ -32,7 +33,7 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
 
   return (
     <div className="thread">
-      <ErrorText error={thread.error} />
+      <ErrorText error={thread.error ?? downloadError} />
       {thread.hasNextPage && (
         <button type="button" className="earlier" onClick={() => void thread.fetchNextPage()} disabled={thread.isFetchingNextPage}>
           {thread.isFetchingNextPage ? 'Loading…' : 'Load earlier messages'}
@@ -53,7 +54,9 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
                   <ul className="attachments" aria-label="Attachments">
                     {m.attachments.map((a) => (
                       <li key={a.id}>
-                        {a.name} ({Math.ceil(a.size / 1024)} KB)
+                        <button type="button" className="file" onClick={() => (setDownloadError(undefined), download(a.id).catch(setDownloadError))}>
+                          Download {a.name} ({Math.ceil(a.size / 1024)} KB)
+                        </button>
                       </li>
                     ))}
                   </ul>
