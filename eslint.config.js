@@ -1,5 +1,5 @@
 // ESLint: the recommended rules of ESLint and typescript-eslint (syntax only: no type information, so
-// it stays fast), and the layering rules of src/ (scripts/lint/layers.ts; README, Layout).
+// it stays fast), and the layering rules of src/ (scripts/lint/layers.ts; docs/architecture.md).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { join } from 'node:path';

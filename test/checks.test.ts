@@ -72,7 +72,7 @@ describe('npm run check catches drift and lint errors', function () {
   });
 });
 
-// The house rules (README, Layout) are kept by `npm run check`: lint, frozen migrations, row types
+// The house rules (docs/architecture.md) are kept by `npm run check`: lint, frozen migrations, row types
 // against the migrated database, SQL snapshots. Each case breaks one rule in a copy of the project and
 // runs the real check on it.
 describe('npm run check keeps the house rules', function () {

@@ -20,7 +20,7 @@ import pg from 'pg';
 import { flatFigures, writeResults } from './results.ts';
 import { databaseCpuSeconds, startProcess } from './support.ts';
 
-// 4,000 by default, as the README's figures are taken. Longer drains (BENCH_BACKLOG=16000) read lower: the
+// 4,000 by default, as docs/benchmarks.md's figures are taken. Longer drains (BENCH_BACKLOG=16000) read lower: the
 // bare loop, warmer, speeds up more than the service does.
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 4000);
 const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);

@@ -1,4 +1,4 @@
-// The layering rules of src/ (README, Layout), as ESLint rules. Files are classified by path alone:
+// The layering rules of src/ (docs/architecture.md, Layers), as ESLint rules. Files are classified by path alone:
 // `src/<feature>/<name>.<role>.ts`, role one of repository, service, handlers. Import specifiers are
 // resolved against the importing file, so `.ts` specifiers need no resolver plugin.
 import { dirname, relative, resolve, sep } from 'node:path';

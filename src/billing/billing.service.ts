@@ -20,7 +20,7 @@ export interface BillingConfig {
   plans: Plan[];
 }
 
-/** The limits other features enforce where they bite (README, Billing). Each takes the writing transaction. */
+/** The limits other features enforce where they bite (docs/billing.md). Each takes the writing transaction. */
 export interface PlanLimits {
   assertSeatsAvailable(trx: Tx, tenantId: string, adding: number): Promise<void>;
   assertConversationAvailable(trx: Tx, tenantId: string): Promise<void>;

@@ -1,5 +1,5 @@
 // Plans are configuration, not data: an installation names its plans, their Stripe prices and limits
-// (README, Billing). `null` is unlimited.
+// (docs/billing.md). `null` is unlimited.
 
 export interface Plan {
   id: string;

@@ -140,7 +140,7 @@ export class WidgetPublicService {
   async startConversation(visitor: VisitorPrincipal, content: string, attachmentIds: string[] = []): Promise<S['WidgetConversation']> {
     return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
       // Past the plan's conversations the start is refused whole (402, nothing stored) and the widget keeps
-      // the visitor's text and says the team cannot take new chats now (README, Billing).
+      // the visitor's text and says the team cannot take new chats now (docs/billing.md).
       await this.#limits.assertConversationAvailable(trx, visitor.tenantId);
       const now = new Date();
       const id = newId('conversation');
