@@ -506,6 +506,25 @@ describe('the team app in a browser', function () {
     expect(errors.filter((e) => !/status of 413/.test(e))).to.deep.equal([]);
   });
 
+  it('a long thread shows its newest page, and "load earlier" brings the rest in order', async () => {
+    const t = await createTenant();
+    const { conversationId } = await startVisitorConversation(t, 'Message 0');
+    for (let i = 1; i <= 59; i++) {
+      await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conversationId, content: `Message ${i}` }).expect(201);
+    }
+    const { page, errors } = await appPage(await browser());
+    await logIn(page, t.owner.email);
+    await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+    await page.locator('.messages li', { hasText: 'Message 59' }).waitFor(WAIT);
+    const texts = () => page.locator('.messages li .text').allTextContents();
+    expect(await texts()).to.deep.equal(Array.from({ length: 50 }, (_, i) => `Message ${i + 10}`));
+    await page.getByRole('button', { name: 'Load earlier messages' }).click();
+    await page.locator('.messages li.visitor', { hasText: 'Message 0' }).waitFor(WAIT);
+    expect(await texts()).to.deep.equal(Array.from({ length: 60 }, (_, i) => `Message ${i}`));
+    expect(await page.getByRole('button', { name: 'Load earlier messages' }).count()).to.equal(0);
+    expect(errors).to.deep.equal([]);
+  });
+
   it('a lite-seat member reads conversations but is offered nothing the API would refuse', async () => {
     const t = await createTenant();
     const lite = await addMember(t, { seat: 'lite' });
