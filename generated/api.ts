@@ -30,7 +30,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Answers 200 when the database answers, 503 otherwise.
+         * @description Answers 200 when the database answers, 503 otherwise. `checks` names each dependency and whether it answers; Redis being down is reported but leaves the instance ready (see `Readiness`).
          */
         get: operations["getReady"];
         put?: never;
@@ -2652,6 +2652,11 @@ export interface components {
             checks: {
                 /** @constant */
                 database: "ok";
+                /**
+                 * @description Present when the service is configured with Redis (`REDIS_URL`). `down` does not make the instance unready: every instance shares the one Redis, and each goes on without it (rate limits counted per instance, logins checked in the database at every request, presence per instance, events read from the feed by polling); WebSocket tickets answer 503 meanwhile.
+                 * @enum {string}
+                 */
+                redis?: "ok" | "down";
             };
             /** @constant */
             status: "ok";
@@ -4162,7 +4167,8 @@ export interface operations {
                      * @example {
                      *       "status": "ok",
                      *       "checks": {
-                     *         "database": "ok"
+                     *         "database": "ok",
+                     *         "redis": "ok"
                      *       }
                      *     }
                      */

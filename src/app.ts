@@ -27,6 +27,7 @@ import { defaultFileDeps, FileService } from './files/file.service.ts';
 import type { FileStorage } from './files/storage.ts';
 import { DepartmentService } from './departments/department.service.ts';
 import { healthHandlers } from './health/health.handlers.ts';
+import type { RedisLink } from './redis/link.ts';
 import { accessMiddleware, type AccessDeps } from './http/access.ts';
 import { type Contract, type Handlers, loadContract, mountOperations } from './http/contract.ts';
 import { contractDocsRouter } from './http/docs.ts';
@@ -91,6 +92,8 @@ export interface AppDeps {
   mailer: Mailer;
   /** Where rate-limit counters live; undefined: in this process. */
   rateLimitStore?: RateLimitStoreFactory;
+  /** The shared Redis, when there is one: readiness says whether it answers. */
+  redis?: RedisLink;
   /** Committed events are published here; the realtime gateway listens. */
   bus?: EventBus;
   presence?: PresenceStore;
@@ -174,7 +177,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const contract = options.contract ?? loadContract();
   const services = createServices(deps);
   const handlers: Handlers = {
-    ...healthHandlers(deps.database),
+    ...healthHandlers(deps.database, deps.redis),
     ...authHandlers(services.auth),
     ...tenantHandlers(services.tenants),
     ...departmentHandlers(services.departments),

@@ -231,7 +231,7 @@ export async function startService(config: Config): Promise<RunningService> {
       clearTimeout(deadline);
       await passwords.close();
       await mailer.close();
-      if (redis) await redis.client.quit().catch(() => undefined);
+      redis?.close();
       await database.close();
       await tracing?.stopTracing();
       logger.info('stopped');

@@ -767,7 +767,7 @@ describe('realtime across instances (Redis)', function () {
       expect(heard.b).to.deep.equal(['notify t1', 'live t2', 'notify sentinel']);
     } finally {
       await Promise.all([a!.close(), b!.close()]);
-      await Promise.all(clients.map((c) => c.client.quit()));
+      for (const c of clients) c.close();
     }
   });
 });

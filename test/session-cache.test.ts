@@ -74,8 +74,8 @@ describe('the session cache', () => {
     } finally {
       await a.close();
       await b.close();
-      await redisA.client.quit();
-      await redisB.client.quit();
+      redisA.close();
+      redisB.close();
     }
   });
 });

@@ -815,8 +815,8 @@ describe('webhooks across instances', () => {
       await r.close();
       await wakeupsA.close();
       await wakeupsB.close();
-      await redisA.client.quit();
-      await redisB.client.quit();
+      redisA.close();
+      redisB.close();
     }
   });
 });

@@ -97,7 +97,8 @@ export class ServiceProcess {
     );
   }
 
-  static async start(env: { DATABASE_URL?: string; DATA_DIR: string }): Promise<ServiceProcess> {
+  /** `REDIS_URL` and other settings pass through; the run's own Redis is never the service's by accident. */
+  static async start(env: { DATABASE_URL?: string; DATA_DIR: string; REDIS_URL?: string } & Record<string, string | undefined>): Promise<ServiceProcess> {
     const port = await freePort();
     const childEnv: NodeJS.ProcessEnv = {
       ...process.env,
@@ -111,7 +112,7 @@ export class ServiceProcess {
       LOGIN_RATE_LIMIT: '1000000',
     };
     if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
-    delete childEnv.REDIS_URL;
+    if (!env.REDIS_URL) delete childEnv.REDIS_URL;
     const child = spawn(process.execPath, ['src/server.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     const service = new ServiceProcess(child, port);
     await waitFor('the service to answer /api/health', async () => {
@@ -169,6 +170,7 @@ export interface LoadTenant {
   tenantId: string;
   ownerId: string;
   token: string;
+  refreshToken: string;
   conversationIds: string[];
 }
 
@@ -187,7 +189,7 @@ export async function setUpTenant(base: string, conversations: number): Promise<
     const conversation = await expect2xx('conversation', call(base, 'POST', '/api/v1/conversations', { token, body: { contact_id: contact.id } }));
     conversationIds.push(conversation.id);
   }
-  return { tenantId: registered.tenant.id, ownerId: registered.user.id, token, conversationIds };
+  return { tenantId: registered.tenant.id, ownerId: registered.user.id, token, refreshToken: registered.refresh_token, conversationIds };
 }
 
 /** One POST /v1/messages as the load sends it: the content names the Idempotency-Key. */

@@ -85,7 +85,7 @@ export async function startRealtime(
       await gateway.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await redis?.client.quit();
+      redis?.close();
     },
   };
 }
