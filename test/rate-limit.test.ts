@@ -4,7 +4,7 @@ import express from 'express';
 import { rateLimit } from 'express-rate-limit';
 import request from 'supertest';
 import { createClient } from 'redis';
-import { redisStoreFactory } from '../src/http/rate-limit.ts';
+import { resilientStoreFactory } from '../src/http/rate-limit.ts';
 import { createTenant, PASSWORD, uniqueEmail } from './support/factories.ts';
 import { TEST_CONFIG, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';
@@ -106,7 +106,7 @@ describe('rate limits', () => {
     it('two app instances count into one budget', async () => {
       const h = await getHarness();
       const namespace = `test-${randomUUID()}`;
-      const store = () => redisStoreFactory((...args: string[]) => redis!.sendCommand(args), namespace);
+      const store = () => resilientStoreFactory((...args: string[]) => redis!.sendCommand(args), namespace);
       const one = h.appWith({}, { ...limits({ perMinute: 4 }), rateLimitStore: store() });
       const two = h.appWith({}, { ...limits({ perMinute: 4 }), rateLimitStore: store() });
       const t = await createTenant();

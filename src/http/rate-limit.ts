@@ -22,10 +22,6 @@ export interface RateLimitSettings {
 /** With Redis every instance counts into one budget; without it each process counts its own. */
 export type RateLimitStoreFactory = (name: string) => Store | undefined;
 
-export function redisStoreFactory(sendCommand: SendCommandFn, namespace = 'chat'): RateLimitStoreFactory {
-  return (name) => new RedisStore({ sendCommand, prefix: `${namespace}:rl:${name}:` });
-}
-
 /**
  * Budgets in Redis while it answers, and in this process's memory while it does not: a request never
  * waits on Redis past its budget (`sendCommand` fails fast, src/redis/link.ts) nor fails because of it.

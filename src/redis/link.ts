@@ -66,25 +66,31 @@ export class RedisLink {
   }
 
   /**
-   * Runs one command (or MULTI) within the budget. The deadline is checked once more after the I/O that
-   * arrived meanwhile has been read: an event loop that was busy past the deadline (a large request, a
-   * compile) does not make an answer that had arrived count as a timeout.
+   * Runs one command (or MULTI) within the budget. The budget is Redis's time, not this process's: a timer
+   * that fires late because the event loop was busy (a large request, a compile) gives the command one
+   * more budget, since it may not even have been written yet; and the deadline is checked once more after
+   * the I/O that arrived meanwhile has been read, so an answer that is there is never a timeout.
    */
   run<T>(command: (client: RedisClientType) => Promise<T>): Promise<T> {
     if (!this.client.isReady) return Promise.reject(new RedisUnavailableError('not connected'));
     if (Date.now() < this.#brokenUntil) return Promise.reject(new RedisUnavailableError('recently timed out'));
     return new Promise<T>((resolve, reject) => {
       let settled = false;
-      const timer = setTimeout(
-        () =>
-          setImmediate(() => {
-            if (settled) return;
-            settled = true;
-            this.#brokenUntil = Date.now() + this.#breakMs;
-            reject(new RedisUnavailableError(`no answer within ${this.#timeoutMs} ms`));
-          }),
-        this.#timeoutMs,
-      );
+      let timer: NodeJS.Timeout;
+      const expire = () => {
+        if (settled) return;
+        settled = true;
+        this.#brokenUntil = Date.now() + this.#breakMs;
+        reject(new RedisUnavailableError(`no answer within ${this.#timeoutMs} ms`));
+      };
+      const arm = (late: boolean) => {
+        const due = performance.now() + this.#timeoutMs;
+        timer = setTimeout(() => {
+          if (!late && performance.now() - due > this.#timeoutMs / 2) return arm(true);
+          setImmediate(expire);
+        }, this.#timeoutMs);
+      };
+      arm(false);
       command(this.client).then(
         (value) => {
           clearTimeout(timer);

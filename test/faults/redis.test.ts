@@ -1,13 +1,11 @@
 // Redis going away: requests never wait on it past their budget nor answer 500 because of it, events keep
 // reaching every socket on every instance (read from the feed), and ended logins end everywhere at once.
 // Each test runs a redis-server of its own on a free port; the shared one is never touched.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import request from 'supertest';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { RedisFeedWakeups } from '../../src/events/wakeups.ts';
@@ -20,56 +18,10 @@ import { startReceiver } from '../support/webhook-receiver.ts';
 import { EventBus } from '../../src/events/bus.ts';
 import { buildApp } from '../../src/app.ts';
 import { recordFigure } from './figures.ts';
-import { auditMessages, call, freePort, type LoadTenant, ServiceProcess, setUpTenant, waitFor } from './support.ts';
+import { auditMessages, call, type LoadTenant, ServiceProcess, setUpTenant, waitFor } from './support.ts';
+import { RedisProcess } from '../support/redis-process.ts';
 
 const SUITE = 'redis outage';
-
-/** A redis-server of the test's own: stopped, started again on the same port, its subscribers cut. */
-class RedisProcess {
-  port = 0;
-  #child: ChildProcess | undefined;
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  /** Starts it, unless it runs. */
-  async start(): Promise<void> {
-    if (this.#child && this.#child.exitCode === null) return;
-    if (this.port === 0) this.port = await freePort();
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.#child = child;
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (chunk) => {
-        output += chunk;
-        if (output.includes('Ready to accept connections')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`redis-server exited (${code}):\n${output}`)));
-    });
-  }
-
-  /** Killed, as a crash or a failover: every connection is cut at once. */
-  async stop(): Promise<void> {
-    const child = this.#child;
-    this.#child = undefined;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  }
-
-  /** Cuts every subscribed connection and nothing else, as a managed Redis's maintenance may. */
-  async killSubscribers(): Promise<number> {
-    const admin = createClient({ url: this.url });
-    await admin.connect();
-    try {
-      return Number(await admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']));
-    } finally {
-      await admin.quit();
-    }
-  }
-}
 
 const wsUrl = (base: string) => `${base.replace(/^http/, 'ws')}/api/v1/ws`;
 const createdIds = (client: Client) => client.frames.filter((f) => f.type === 'message.created').map((f) => f.data.message.id as string);
