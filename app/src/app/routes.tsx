@@ -2,7 +2,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import type { Schemas } from '../lib/api.ts';
 import { useEffect, useState } from 'react';
-import { Navigate, Route, Routes, useParams } from 'react-router';
+import { Link, Navigate, Route, Routes, useParams } from 'react-router';
 import { ConnectionBanner } from '../components/ConnectionBanner.tsx';
 import { PresenceSwitch } from '../components/PresenceSwitch.tsx';
 import { logout } from '../features/auth/api.ts';
@@ -61,6 +61,11 @@ function Inbox() {
       <ViewNav />
       <ConversationList view={view} selected={conversationId} />
       <main id="main-pane" className="pane">
+        {conversationId && (
+          <Link className="back" to={`/inbox/${view.id}`}>
+            ← {view.label}
+          </Link>
+        )}
         {conversationId ? <ConversationPane id={conversationId} key={conversationId} /> : <p className="muted empty">Choose a conversation.</p>}
       </main>
     </div>
