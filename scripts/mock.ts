@@ -6,7 +6,8 @@
 // Prism listens on a private loopback port behind a small proxy on the public one, which corrects the one
 // answer Prism cannot be told to give: a request whose body breaks the schema gets the operation's 422
 // from Prism whenever the operation declares one, where the service answers 400 ERR_VALIDATION. The
-// proxy answers the operation's 400 example then (unless the client asked for `Prefer: code=422`).
+// proxy answers the operation's 400 example then (unless the client asked for `Prefer: code=422`), and
+// in every 400 for a request Prism refused, Prism's findings as its `errors`, where the service says them.
 // test/mock-agreement.test.ts keeps the mock and the service answering bad requests alike.
 //   node scripts/mock.ts [--host 127.0.0.1] [--port 4010] [prism options...]
 import { spawn } from 'node:child_process';
@@ -57,15 +58,25 @@ const badRequests = Object.entries<any>(document.paths ?? {})
   )
   .sort((a, b) => Number(a.templated) - Number(b.templated));
 
-/** Whether Prism answered its 422 for a body that breaks the schema (it says so in sl-violations). */
-function refusedBody(req: IncomingMessage, status: number | undefined, headers: IncomingHttpHeaders): boolean {
-  if (status !== 422 || /\bcode=422\b/.test(String(req.headers.prefer ?? ''))) return false;
+interface Violation {
+  location: string[];
+  severity: string;
+  message: string;
+}
+/**
+ * What Prism found wrong with a request it answered with its 422 or 400 (it says so in sl-violations), or
+ * undefined when it did not refuse the request. Empty when the list was cut short ("Too many violations!").
+ */
+function refusedRequest(req: IncomingMessage, status: number | undefined, headers: IncomingHttpHeaders): Violation[] | undefined {
+  const prefer = String(req.headers.prefer ?? '');
+  // Its 400 too: its example's `errors` are about some other request. Not when the client chose the answer.
+  if ((status !== 422 && status !== 400) || /\bcode=422\b|\bexample=/.test(prefer)) return undefined;
   const violations = String(headers['sl-violations'] ?? '');
   try {
-    return (JSON.parse(violations) as { location: string[]; severity: string }[]).some((v) => v.location[0] === 'request' && v.severity === 'Error');
+    const found = (JSON.parse(violations) as Violation[]).filter((v) => v.location[0] === 'request' && v.severity === 'Error');
+    return found.length > 0 ? found : undefined;
   } catch {
-    // Cut short ("Too many violations! ..."): many, and these are the request's.
-    return violations.includes('"location":["request"');
+    return violations.includes('"location":["request"') ? [] : undefined;
   }
 }
 
@@ -78,10 +89,14 @@ const proxy = createServer((req, res) => {
       answer.on('data', (chunk: Buffer) => parts.push(chunk));
       answer.on('end', () => {
         const pathname = new URL(req.url ?? '/', 'http://mock').pathname;
-        const bad = refusedBody(req, answer.statusCode, answer.headers) ? badRequests.find((b) => b.method === req.method && b.pattern.test(pathname)) : undefined;
+        const violations = refusedRequest(req, answer.statusCode, answer.headers);
+        const bad = violations ? badRequests.find((b) => b.method === req.method && b.pattern.test(pathname)) : undefined;
         if (bad?.example) {
           const { 'content-length': _length, ...headers } = answer.headers;
-          res.writeHead(400, { ...headers, 'content-type': 'application/problem+json' }).end(JSON.stringify(bad.example));
+          // The example's shape, with what was found wrong with this request where the service puts it.
+          const errors = violations!.map((v) => ({ path: `/${v.location.slice(1).join('/')}`, message: v.message }));
+          const body = errors.length > 0 && 'errors' in bad.example ? { ...bad.example, errors } : bad.example;
+          res.writeHead(400, { ...headers, 'content-type': 'application/problem+json' }).end(JSON.stringify(body));
           return;
         }
         res.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(parts));

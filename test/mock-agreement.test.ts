@@ -205,6 +205,22 @@ describe('the mock and the service answer bad requests alike', function () {
     expect(await send(undefined, [])).to.deep.equal({ status: 400, code: 'ERR_VALIDATION' });
   });
 
+  it('a 400 from the mock names what is wrong with this request, where the service does', async () => {
+    const pathsOf = (problem: { errors: { path: string }[] }) => problem.errors.map((e) => e.path);
+    const mockPaths = async (res: Response) => pathsOf((await res.json()) as { errors: { path: string }[] });
+    const servicePaths = (res: request.Response) => pathsOf(res.body as { errors: { path: string }[] });
+    const body = { conversation_id: 'conv_nope', content: 'Hello' };
+    const mocked = await fetch(`${base}/api/v1/messages`, { method: 'POST', headers: { authorization: 'Bearer token', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const served = await request(app).post('/api/v1/messages').set(owner).send(body);
+    expect([mocked.status, served.status]).to.deep.equal([400, 400]);
+    expect(await mockPaths(mocked)).to.deep.equal(['/body/conversation_id']);
+    expect(servicePaths(served)).to.deep.equal(['/body/conversation_id']);
+    // A list's query too (Prism answers these with its own 400, whose example is about another request).
+    const list = await fetch(`${base}/api/v1/conversations?limit=0`, { headers: { authorization: 'Bearer token' } });
+    expect(await mockPaths(list)).to.deep.equal(['/query/limit']);
+    expect(servicePaths(await request(app).get('/api/v1/conversations?limit=0').set(owner))).to.deep.equal(['/query/limit']);
+  });
+
   it('with an unknown id: every operation on one resource (the mock told to answer its error, as a client would ask it)', async () => {
     await compare(
       'with an unknown id',
