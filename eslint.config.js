@@ -8,7 +8,7 @@ import { layers } from './scripts/lint/layers.ts';
 const srcDir = join(import.meta.dirname, 'src');
 
 export default tseslint.config(
-  { ignores: ['generated/', 'node_modules/', 'data/', 'coverage/', 'scratch/', 'artifacts/', 'widget/dist/', 'app/dist/'] },
+  { ignores: ['generated/', 'node_modules/', 'data/', 'coverage/', 'scratch/', 'artifacts/', 'widget/dist/', 'app/dist/', 'clients/dist/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {

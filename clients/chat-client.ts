@@ -1,100 +1,146 @@
-// A TypeScript client of the service on openapi-fetch, typed from generated/api.ts: what an integration
-// writes. It logs in, refreshes its tokens once when a call answers 401 and retries that call, and opens
-// the WebSocket with a ticket, handing out frames as the contract's SocketEvent, narrowed by `type`.
-// test/client.test.ts runs a whole flow with it against the service in CI.
-import createClient, { type Middleware } from 'openapi-fetch';
-import type { components, paths } from '../generated/api.ts';
+// The client of the service that partners install (@customer-chat/client, built from this folder) and the
+// repository's own tests use: REST on openapi-fetch typed from generated/api.ts; a login that refreshes
+// its tokens once when a call answers 401 and retries that call (concurrent calls share the refresh), or
+// an API key; and the WebSocket (a ticket, or the key's headers) as a ChatSocket that resumes after a
+// drop and hands out each event once, as the contract's SocketEvent narrowed by `type`.
+import createClient, { type Client, type Middleware } from 'openapi-fetch';
+import type { paths } from '../generated/api.ts';
+import type { RegisterRequest, RegisterResponse, SocketEvent, TokenPair } from './contract.ts';
+import { ChatApiError, ok } from './errors.ts';
+import { type ConnectOptions, ChatSocket, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
 
-export type SocketEvent = components['schemas']['SocketEvent'];
-type TokenPair = components['schemas']['TokenPair'];
+export type { SocketEvent } from './contract.ts';
+
+export type Tokens = Pick<TokenPair, 'access_token' | 'refresh_token'>;
 
 export interface ChatClientOptions {
-  /** The server URL ending in /api, as in the contract's servers. */
+  /** The server URL ending in /api, as in the contract's servers: `https://chat.example.com/api`. */
   baseUrl: string;
+  /** Instead of a login: an API key (Settings → API keys) and its tenant's id. */
+  apiKey?: { key: string; tenantId: string };
+  /** Tokens from an earlier run (see onTokens). */
+  tokens?: Tokens;
+  /** Called with every new token pair (login, register, refresh), to keep them across runs. */
+  onTokens?: (tokens: Tokens) => void;
   fetch?: typeof fetch;
+  /** The WebSocket class; defaults to the global one (browsers, Node 22 and later). */
+  WebSocket?: WebSocketConstructor;
 }
 
 export class ChatClient {
-  readonly api;
-  #tokens: Pick<TokenPair, 'access_token' | 'refresh_token'> | undefined;
-  #refreshing: Promise<void> | undefined;
-  readonly #baseUrl: string;
+  /** The openapi-fetch client: every operation of the contract, typed by path, errors as values. */
+  readonly api: Client<paths>;
   /** How many times a 401 made the client refresh (an integration would log it). */
   refreshes = 0;
+  #tokens: Tokens | undefined;
+  #refreshing: Promise<void> | undefined;
+  readonly #options: ChatClientOptions;
+  readonly #fetch: typeof fetch;
 
   constructor(options: ChatClientOptions) {
-    this.#baseUrl = options.baseUrl;
-    this.api = createClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) });
+    this.#options = options;
+    this.#tokens = options.tokens;
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.api = createClient<paths>({ baseUrl: options.baseUrl.replace(/\/$/, ''), fetch: this.#fetch });
     this.api.use(this.#auth());
   }
 
-  async login(email: string, password: string): Promise<void> {
-    const { data, error } = await this.api.POST('/v1/auth/login', { body: { email, password } });
-    if (error) throw new Error(`login failed: ${error.code}: ${error.detail}`);
-    this.#tokens = data;
+  /** Signs up: a user and a tenant they own, logged in. */
+  async register(body: RegisterRequest): Promise<RegisterResponse> {
+    const answer = await ok(this.api.POST('/v1/auth/register', { body }));
+    this.useTokens(answer);
+    return answer;
+  }
+
+  /** Logs in (to `tenantId`, or the tenant the user joined first); throws ChatApiError (a wrong e-mail or password: 401 ERR_UNAUTHENTICATED). */
+  async login(email: string, password: string, tenantId?: string): Promise<TokenPair> {
+    const tokens = await ok(this.api.POST('/v1/auth/login', { body: { email, password, ...(tenantId ? { tenant_id: tenantId } : {}) } }));
+    this.useTokens(tokens);
+    return tokens;
+  }
+
+  /** Ends the login on the server (every token of it) and forgets the tokens. */
+  async logout(): Promise<void> {
+    const refresh = this.#tokens?.refresh_token;
+    this.#tokens = undefined;
+    if (refresh) await ok(this.api.POST('/v1/auth/logout', { body: { refresh_token: refresh } }));
   }
 
   /** Uses tokens from elsewhere (a sign-up, an earlier run). */
-  useTokens(tokens: Pick<TokenPair, 'access_token' | 'refresh_token'>): void {
-    this.#tokens = tokens;
+  useTokens(tokens: Tokens): void {
+    this.#tokens = { access_token: tokens.access_token, refresh_token: tokens.refresh_token };
+    this.#options.onTokens?.(this.#tokens);
   }
 
-  get tokens() {
+  get tokens(): Tokens | undefined {
     return this.#tokens;
   }
 
-  // Bearer on every call but the auth ones; a 401 on a call made with the current token refreshes once
-  // (concurrent calls share that refresh) and retries the call with the new token.
+  /**
+   * Opens the event stream and resolves once the first connection is dialled (await `welcomed` for the
+   * server's welcome). With a login it connects with a single-use ticket, as browsers must; with an API
+   * key, with the key's headers. Rejects with ChatApiError when no ticket is given.
+   */
+  async connect(onEvent?: (event: SocketEvent) => void, options: ConnectOptions = {}): Promise<ChatSocket> {
+    const socket = new ChatSocket((lastEventId) => this.#dial(lastEventId), options);
+    if (onEvent) socket.onEvent(onEvent);
+    await socket.start();
+    return socket;
+  }
+
+  async #dial(lastEventId: string | undefined): Promise<WebSocketLike> {
+    const WebSocketClass = this.#options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!WebSocketClass) throw new Error('no WebSocket here: pass the `ws` package as the WebSocket option');
+    const url = new URL(`${this.#options.baseUrl.replace(/\/$/, '').replace(/^http/, 'ws')}/v1/ws`);
+    if (lastEventId) url.searchParams.set('last_event_id', lastEventId);
+    const key = this.#options.apiKey;
+    if (key) return new WebSocketClass(url.href, { headers: { 'X-API-Key': key.key, 'X-Tenant-ID': key.tenantId } });
+    const ticket = await ok(this.api.POST('/v1/ws/tickets'));
+    url.searchParams.set('ticket', ticket.ticket);
+    return new WebSocketClass(url.href);
+  }
+
+  // Credentials on every call but the auth ones; a 401 on a call made with the current access token
+  // refreshes once (concurrent calls share that refresh) and retries the call with the new token.
   #auth(): Middleware {
     const retries = new WeakMap<Request, Request>();
     return {
       onRequest: ({ request, schemaPath }) => {
-        if (schemaPath.startsWith('/v1/auth/') || !this.#tokens) return request;
+        if (schemaPath.startsWith('/v1/auth/')) return request;
+        const key = this.#options.apiKey;
+        if (key) {
+          request.headers.set('X-API-Key', key.key);
+          request.headers.set('X-Tenant-ID', key.tenantId);
+          return request;
+        }
+        if (!this.#tokens) return request;
         request.headers.set('Authorization', `Bearer ${this.#tokens.access_token}`);
         retries.set(request, request.clone());
         return request;
       },
       onResponse: async ({ request, response }) => {
         const retry = retries.get(request);
-        if (response.status !== 401 || !retry) return response;
+        if (response.status !== 401 || !retry || !this.#tokens) return response;
         const sent = request.headers.get('Authorization');
-        if (sent === `Bearer ${this.#tokens?.access_token}`) await this.#refresh();
-        retry.headers.set('Authorization', `Bearer ${this.#tokens!.access_token}`);
-        return fetch(retry);
+        if (sent === `Bearer ${this.#tokens.access_token}`) await this.#refresh();
+        if (!this.#tokens) return response;
+        retry.headers.set('Authorization', `Bearer ${this.#tokens.access_token}`);
+        return this.#fetch(retry);
       },
     };
   }
 
-  async #refresh(): Promise<void> {
+  #refresh(): Promise<void> {
     this.#refreshing ??= (async () => {
       this.refreshes++;
-      const { data, error } = await this.api.POST('/v1/auth/refresh', { body: { refresh_token: this.#tokens!.refresh_token } });
-      if (error) throw new Error(`refresh failed: ${error.code}: log in again`);
-      this.#tokens = data;
+      const { data, error, response } = await this.api.POST('/v1/auth/refresh', { body: { refresh_token: this.#tokens!.refresh_token } });
+      // The login is over (the refresh token was used, revoked or expired): log in again.
+      if (error !== undefined) throw ChatApiError.from(error, response);
+      this.useTokens(data);
     })().finally(() => {
       this.#refreshing = undefined;
     });
     return this.#refreshing;
-  }
-
-  /** Opens the WebSocket (a ticket, as browsers do) and calls onEvent with each event frame. */
-  async connect(onEvent: (event: SocketEvent) => void): Promise<{ close(): void; welcomed: Promise<void> }> {
-    const { data, error } = await this.api.POST('/v1/ws/tickets');
-    if (error) throw new Error(`no ticket: ${error.code}`);
-    const url = new URL(`${this.#baseUrl.replace(/^http/, 'ws')}/v1/ws`);
-    url.searchParams.set('ticket', data.ticket);
-    const ws = new WebSocket(url);
-    const welcomed = new Promise<void>((resolve, reject) => {
-      ws.addEventListener('error', () => reject(new Error('the WebSocket failed')), { once: true });
-      ws.addEventListener('message', (message) => {
-        const frame = JSON.parse(String(message.data)) as { type: string };
-        // Control frames (welcome, pong, resync_required, error) are not events.
-        if (frame.type === 'welcome') return resolve();
-        if (['pong', 'resync_required', 'error'].includes(frame.type)) return;
-        onEvent(frame as SocketEvent);
-      });
-    });
-    return { close: () => ws.close(), welcomed };
   }
 }
 
