@@ -519,6 +519,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/business-hours": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's business hours
+         * @description `hours` null means the team keeps no hours: it is always open. Departments without hours of their
+         *     own use these. See docs/hours-and-routing.md.
+         */
+        get: operations["getBusinessHours"];
+        /**
+         * Set (or clear) the tenant's business hours
+         * @description `{hours: null}` clears them (always open). Besides the schema, 400 ERR_VALIDATION names the field for:
+         *     a time zone that is not an IANA name, a period starting and ending at the same time, periods of one
+         *     day that overlap (one across midnight included), an override date that does not exist (`2026-02-30`)
+         *     or repeats, an override with both or neither of `closed: true` and `periods`.
+         */
+        put: operations["putBusinessHours"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/business-hours/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether the team (or a department) is open now, and when that changes
+         * @description With `department_id`, that department's hours (its own, or the tenant's when it has none).
+         */
+        get: operations["getBusinessHoursStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/canned-responses": {
         parameters: {
             query?: never;
@@ -844,6 +892,33 @@ export interface paths {
         head?: never;
         /** Rename or describe a department */
         patch: operations["updateDepartment"];
+        trace?: never;
+    };
+    "/v1/departments/{id}/business-hours": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A department's business hours
+         * @description Without hours of its own, the tenant's, with `inherited` true.
+         */
+        get: operations["getDepartmentBusinessHours"];
+        /**
+         * Give a department hours of its own (or, with null, the tenant's again)
+         * @description Validated as the tenant's hours are.
+         */
+        put: operations["putDepartmentBusinessHours"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/departments/{id}/members/{userId}": {
@@ -1949,6 +2024,57 @@ export interface components {
             api_key: string;
             /** @description Signs the deliveries to `webhook_url` (Standard Webhooks, `whsec_…`); shown this once */
             secret: string;
+        };
+        BusinessHours: {
+            /**
+             * @description Dated exceptions (holidays): the date's own periods instead of its weekday's, or closed. A period
+             *     of the day before that runs past midnight still runs into it.
+             */
+            overrides?: {
+                /** @description `true`: closed all day (give either this or `periods`) */
+                closed?: boolean;
+                /** @description A calendar date in the hours' zone */
+                date: string;
+                periods?: components["schemas"]["BusinessHoursDay"];
+            }[];
+            /** @description An IANA time zone name (`Europe/Berlin`); offsets are refused */
+            time_zone: string;
+            /** @description Periods per weekday; a missing or empty day is closed */
+            weekly: {
+                fri?: components["schemas"]["BusinessHoursDay"];
+                mon?: components["schemas"]["BusinessHoursDay"];
+                sat?: components["schemas"]["BusinessHoursDay"];
+                sun?: components["schemas"]["BusinessHoursDay"];
+                thu?: components["schemas"]["BusinessHoursDay"];
+                tue?: components["schemas"]["BusinessHoursDay"];
+                wed?: components["schemas"]["BusinessHoursDay"];
+            };
+        };
+        BusinessHoursDay: components["schemas"]["BusinessHoursPeriod"][];
+        /**
+         * @description `[start, end]`, wall-clock `HH:MM` in the hours' zone. An end at or before the start runs past
+         *     midnight into the next day; `24:00` is an end at midnight.
+         */
+        BusinessHoursPeriod: [
+            string,
+            string
+        ];
+        BusinessHoursSetting: {
+            /** @description The hours that apply; null is always open */
+            hours: components["schemas"]["BusinessHours"] | null;
+            /** @description The department has none of its own and these are the tenant's (always false for the tenant) */
+            inherited: boolean;
+        };
+        BusinessHoursStatus: {
+            /** @description When `open` next flips; null when it never does (no hours, or none within 400 days) */
+            next_change_at: components["schemas"]["Timestamp"] | null;
+            open: boolean;
+            /** @description The zone of the hours that apply (null without hours) */
+            time_zone: string | null;
+        };
+        BusinessHoursUpdate: {
+            /** @description The hours; null clears them (the tenant is always open; a department uses the tenant's) */
+            hours: components["schemas"]["BusinessHours"] | null;
         };
         CannedResponse: {
             content: string;
@@ -5363,6 +5489,219 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's hours */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "hours": {
+                     *         "time_zone": "Europe/Berlin",
+                     *         "weekly": {
+                     *           "mon": [
+                     *             [
+                     *               "09:00",
+                     *               "12:30"
+                     *             ],
+                     *             [
+                     *               "13:30",
+                     *               "18:00"
+                     *             ]
+                     *           ],
+                     *           "tue": [
+                     *             [
+                     *               "09:00",
+                     *               "18:00"
+                     *             ]
+                     *           ],
+                     *           "fri": [
+                     *             [
+                     *               "09:00",
+                     *               "16:00"
+                     *             ],
+                     *             [
+                     *               "22:00",
+                     *               "02:00"
+                     *             ]
+                     *           ]
+                     *         },
+                     *         "overrides": [
+                     *           {
+                     *             "date": "2026-12-24",
+                     *             "closed": true
+                     *           },
+                     *           {
+                     *             "date": "2026-12-31",
+                     *             "periods": [
+                     *               [
+                     *                 "10:00",
+                     *                 "14:00"
+                     *               ]
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "inherited": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BusinessHoursSetting"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "hours": {
+                 *         "time_zone": "Europe/Berlin",
+                 *         "weekly": {
+                 *           "mon": [
+                 *             [
+                 *               "09:00",
+                 *               "12:30"
+                 *             ],
+                 *             [
+                 *               "13:30",
+                 *               "18:00"
+                 *             ]
+                 *           ],
+                 *           "fri": [
+                 *             [
+                 *               "22:00",
+                 *               "02:00"
+                 *             ]
+                 *           ]
+                 *         },
+                 *         "overrides": [
+                 *           {
+                 *             "date": "2026-12-24",
+                 *             "closed": true
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["BusinessHoursUpdate"];
+            };
+        };
+        responses: {
+            /** @description The hours as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "hours": {
+                     *         "time_zone": "Europe/Berlin",
+                     *         "weekly": {
+                     *           "mon": [
+                     *             [
+                     *               "09:00",
+                     *               "12:30"
+                     *             ],
+                     *             [
+                     *               "13:30",
+                     *               "18:00"
+                     *             ]
+                     *           ],
+                     *           "fri": [
+                     *             [
+                     *               "22:00",
+                     *               "02:00"
+                     *             ]
+                     *           ]
+                     *         },
+                     *         "overrides": [
+                     *           {
+                     *             "date": "2026-12-24",
+                     *             "closed": true
+                     *           }
+                     *         ]
+                     *       },
+                     *       "inherited": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BusinessHoursSetting"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBusinessHoursStatus: {
+        parameters: {
+            query?: {
+                /** @description A department of the tenant */
+                department_id?: components["schemas"]["DepartmentId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Open or closed now */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "open": false,
+                     *       "next_change_at": "2026-11-30T08:00:00.000Z",
+                     *       "time_zone": "Europe/Berlin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BusinessHoursStatus"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DepartmentNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listCannedResponses: {
         parameters: {
             query?: {
@@ -6628,6 +6967,124 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DepartmentNotFound"];
             409: components["responses"]["DepartmentConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDepartmentBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The department's hours */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "hours": {
+                     *         "time_zone": "America/New_York",
+                     *         "weekly": {
+                     *           "mon": [
+                     *             [
+                     *               "08:00",
+                     *               "17:00"
+                     *             ]
+                     *           ]
+                     *         },
+                     *         "overrides": []
+                     *       },
+                     *       "inherited": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BusinessHoursSetting"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DepartmentNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putDepartmentBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "hours": {
+                 *         "time_zone": "America/New_York",
+                 *         "weekly": {
+                 *           "mon": [
+                 *             [
+                 *               "08:00",
+                 *               "17:00"
+                 *             ]
+                 *           ]
+                 *         },
+                 *         "overrides": []
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["BusinessHoursUpdate"];
+            };
+        };
+        responses: {
+            /** @description The department's hours as they now apply */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "hours": {
+                     *         "time_zone": "America/New_York",
+                     *         "weekly": {
+                     *           "mon": [
+                     *             [
+                     *               "08:00",
+                     *               "17:00"
+                     *             ]
+                     *           ]
+                     *         },
+                     *         "overrides": []
+                     *       },
+                     *       "inherited": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BusinessHoursSetting"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DepartmentNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -9510,9 +9967,12 @@ export interface credentials {
     getBillingSubscription: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getBillingUsage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getBot: securitySchemes['bearerAuth'];
+    getBusinessHours: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getBusinessHoursStatus: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getDepartmentBusinessHours: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getHealth: Record<string, never>;
     getReady: Record<string, never>;
@@ -9546,6 +10006,8 @@ export interface credentials {
     login: Record<string, never>;
     logout: Record<string, never>;
     markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    putBusinessHours: securitySchemes['bearerAuth'];
+    putDepartmentBusinessHours: securitySchemes['bearerAuth'];
     receiveBillingWebhook: Record<string, never>;
     recordPageView: securitySchemes['visitorAuth'];
     redeliverWebhookDelivery: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);

@@ -22,6 +22,8 @@ import { ContactService } from './contacts/contact.service.ts';
 import { conversationHandlers } from './conversations/conversation.handlers.ts';
 import { ConversationService } from './conversations/conversation.service.ts';
 import { departmentHandlers } from './departments/department.handlers.ts';
+import { hoursHandlers } from './hours/hours.handlers.ts';
+import { HoursService } from './hours/hours.service.ts';
 import { fileHandlers } from './files/file.handlers.ts';
 import { defaultFileDeps, FileService } from './files/file.service.ts';
 import type { FileStorage } from './files/storage.ts';
@@ -135,6 +137,7 @@ export function createServices(deps: AppDeps) {
     auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions }),
     tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions, limits: billing }),
     departments: new DepartmentService(database),
+    hours: new HoursService(database),
     apiKeys: new ApiKeyService(database, sessions),
     conversations: new ConversationService({ database, bus, presence, limits: billing }),
     messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
@@ -181,6 +184,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...authHandlers(services.auth),
     ...tenantHandlers(services.tenants),
     ...departmentHandlers(services.departments),
+    ...hoursHandlers(services.hours),
     ...apiKeyHandlers(services.apiKeys),
     ...conversationHandlers(services.conversations),
     ...messageHandlers(services.messages),

@@ -17,6 +17,7 @@ import type * as department from '../../src/departments/department.repository.ts
 import type * as event from '../../src/events/event.repository.ts';
 import type * as feed from '../../src/events/feed.repository.ts';
 import type * as file from '../../src/files/file.repository.ts';
+import type * as hours from '../../src/hours/hours.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
 import type * as message from '../../src/messages/message.repository.ts';
 import type * as retention from '../../src/retention/retention.repository.ts';
@@ -212,6 +213,12 @@ export const samples: Record<string, Record<string, unknown>> = {
     addDepartmentMembers: ['tn', 'd', ['usr']],
     removeDepartmentMember: ['d', 'usr'],
     activeMemberIds: [['usr']],
+  }),
+  'hours/hours.repository.ts': of<typeof hours>({
+    tenantHours: ['tn'],
+    setTenantHours: ['tn', { time_zone: 'UTC', weekly: {}, overrides: [] }],
+    departmentHours: ['d'],
+    setDepartmentHours: ['d', null],
   }),
   'events/event.repository.ts': of<typeof event>({
     insertEvent: {

@@ -14,7 +14,22 @@ export interface TenantsTable {
   settings: Json;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+  /** The contract's BusinessHours; null is always open. */
+  business_hours: BusinessHoursJson | null;
+  routing: Generated<RoutingMode>;
+  round_robin_last_user_id: string | null;
 }
+
+export type RoutingMode = 'manual' | 'round_robin' | 'least_loaded';
+type HoursPeriod = [string, string];
+/** Business hours as stored (the contract's BusinessHours, checked by src/hours/schedule.ts before it is). */
+export interface StoredHours {
+  time_zone: string;
+  weekly: Partial<Record<'sun' | 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat', HoursPeriod[]>>;
+  overrides: { date: string; closed?: boolean; periods?: HoursPeriod[] }[];
+}
+/** Written as JSON text: the pg driver would send a top-level array as a PostgreSQL array. */
+type BusinessHoursJson = ColumnType<StoredHours, string | null, string | null>;
 
 export interface UsersTable {
   id: string;
@@ -35,6 +50,8 @@ export interface MembershipsTable {
   created_at: CreatedAt;
   updated_at: UpdatedAt;
   last_assigned_at: Date | null;
+  /** Open conversations routing gives the member at most; null is no limit. */
+  capacity: Generated<number | null>;
 }
 
 export interface RefreshTokensTable {
@@ -102,6 +119,12 @@ export interface DepartmentsTable {
   description: Generated<string>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+  /** Its own hours; null uses the tenant's. */
+  business_hours: BusinessHoursJson | null;
+  /** null follows the tenant's routing. */
+  routing: RoutingMode | null;
+  round_robin_last_user_id: string | null;
+  return_after_minutes: number | null;
 }
 
 export interface DepartmentMembersTable {
