@@ -317,6 +317,9 @@ describe('the team app in a browser', function () {
     await logIn(agentB, b.email);
     await agentA.getByRole('link', { name: /^Unassigned/ }).click();
     await agentB.getByRole('link', { name: viewName('Mine', 0) }).waitFor(WAIT);
+    // B's departments are views of their own (what waits there); A, in none, has no such list.
+    await agentB.getByRole('list', { name: 'My departments' }).getByRole('link', { name: viewName('Billing', 0) }).waitFor(WAIT);
+    expect(await agentA.getByRole('list', { name: 'My departments' }).count()).to.equal(0);
 
     const visitor = await (await browser()).context.newPage();
     await openBubble(visitor, widget.id);

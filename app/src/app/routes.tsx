@@ -9,7 +9,7 @@ import { logout } from '../features/auth/api.ts';
 import { LoginPage } from '../features/auth/components/LoginPage.tsx';
 import { ConversationPane } from '../features/conversation/components/ConversationPane.tsx';
 import { listOptions } from '../features/inbox/api/queries.ts';
-import { viewOf } from '../features/inbox/api/views.ts';
+import { useDepartmentViews, viewOf } from '../features/inbox/api/views.ts';
 import { ConversationList } from '../features/inbox/components/ConversationList.tsx';
 import { ViewNav } from '../features/inbox/components/ViewNav.tsx';
 import { useLive, useSession, useTeam } from '../lib/hooks.ts';
@@ -37,7 +37,7 @@ export function AppRoutes() {
 
 function Inbox() {
   const { view: viewId, conversationId } = useParams();
-  const view = viewOf(viewId);
+  const view = viewOf(viewId, useDepartmentViews());
   const qc = useQueryClient();
   const { me } = useTeam();
   useUnreadTitle();

@@ -44,9 +44,25 @@ export function ConversationPane({ id }: { id: string }) {
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
   }, []);
+  // A visitor message read as it comes in (the conversation on screen) is marked read on the server too.
+  useEffect(
+    () =>
+      live.onEvent((event) => {
+        if (event.type !== 'message.created' || event.data.conversation_id !== id || event.data.message.sender_type !== 'visitor') return;
+        if (document.visibilityState === 'visible') markRead.mutate();
+      }),
+    // markRead is a new object each render; its mutate is what counts, and it does not change.
+    [live, id, markRead.mutate],
+  );
+  // Unread while on screen: read. A tab in the background reads nothing until it is looked at again.
   useEffect(() => {
-    if (unread > 0) markRead.mutate();
-  }, [id, unread]);
+    const readIfSeen = () => {
+      if (unread > 0 && document.visibilityState === 'visible') markRead.mutate();
+    };
+    readIfSeen();
+    document.addEventListener('visibilitychange', readIfSeen);
+    return () => document.removeEventListener('visibilitychange', readIfSeen);
+  }, [id, unread, markRead.mutate]);
 
   if (conversation.error) return <ErrorText error={conversation.error} />;
   if (!c) return <p className="muted">Loading the conversation…</p>;
