@@ -179,6 +179,14 @@ describe('the team app in a browser', function () {
     await agent.locator('.messages li.note', { hasText: 'VIP customer' }).waitFor(WAIT);
     expect(await agent.locator('.messages li.note .who').textContent()).to.match(/^Internal note · You/);
     await seriousViolations(agent, 'conversation');
+    await agent.getByRole('button', { name: 'Transfer…' }).click();
+    await agent.getByLabel('Transfer to').waitFor(WAIT);
+    await note.fill('/');
+    await agent.getByRole('listbox', { name: 'Canned responses' }).waitFor(WAIT);
+    await seriousViolations(agent, 'conversation with the transfer form and the canned responses open');
+    await agent.keyboard.press('Escape');
+    await note.fill('');
+    await agent.getByRole('button', { name: 'Transfer…' }).click();
 
     // The visitor writes again: it appears in the open thread, once.
     await visitorWrites(visitor, 'Great, thanks!');
