@@ -7,7 +7,7 @@ import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import type { paths } from '../generated/api.ts';
 import type { RegisterRequest, RegisterResponse, SocketEvent, TokenPair } from './contract.ts';
 import { ChatApiError, ok } from './errors.ts';
-import { type ConnectOptions, ChatSocket, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
+import { type ConnectOptions, ChatSocket, type HeadersWebSocketConstructor, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
 
 export type { SocketEvent } from './contract.ts';
 
@@ -94,7 +94,11 @@ export class ChatClient {
     const url = new URL(`${this.#options.baseUrl.replace(/\/$/, '').replace(/^http/, 'ws')}/v1/ws`);
     if (lastEventId) url.searchParams.set('last_event_id', lastEventId);
     const key = this.#options.apiKey;
-    if (key) return new WebSocketClass(url.href, { headers: { 'X-API-Key': key.key, 'X-Tenant-ID': key.tenantId } });
+    if (key) {
+      // Browsers cannot send headers on the upgrade (nor should they hold an API key): Node's WebSocket and `ws` can.
+      const WithHeaders = WebSocketClass as unknown as HeadersWebSocketConstructor;
+      return new WithHeaders(url.href, { headers: { 'X-API-Key': key.key, 'X-Tenant-ID': key.tenantId } });
+    }
     const ticket = await ok(this.api.POST('/v1/ws/tickets'));
     url.searchParams.set('ticket', ticket.ticket);
     return new WebSocketClass(url.href);

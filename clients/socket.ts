@@ -12,8 +12,13 @@ export interface WebSocketLike {
   close(code?: number, reason?: string): void;
   addEventListener(type: 'open' | 'close' | 'error' | 'message', listener: (event: { data?: unknown; code?: number; reason?: string }) => void): void;
 }
-/** A WebSocket class. The second argument is `{ headers }` only for an API key's socket (Node's WebSocket and `ws` take it). */
-export type WebSocketConstructor = new (url: string, init?: { headers: Record<string, string> }) => WebSocketLike;
+/**
+ * A WebSocket class: the browser's, Node's global one or `ws`'s. The SDK passes a second argument only for
+ * an API key's socket, `{ headers }`, which Node's WebSocket and `ws` take; `never` lets every class fit.
+ */
+export type WebSocketConstructor = new (url: string, init?: never) => WebSocketLike;
+/** The constructor as an API key's socket calls it. */
+export type HeadersWebSocketConstructor = new (url: string, init: { headers: Record<string, string> }) => WebSocketLike;
 
 export type SocketStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
