@@ -312,6 +312,26 @@ describe('the team app in a browser', function () {
   const markDocument = (page: Page) => page.evaluate(() => ((globalThis as any).loadedOnce = true));
   const sameDocument = (page: Page) => page.evaluate(() => (globalThis as any).loadedOnce === true);
 
+  it('renews the access token a minute before it ends, with no call refused first', async () => {
+    const t = await createTenant();
+    const { page, errors } = await appPage(await browser());
+    await page.clock.install();
+    const unauthorized: string[] = [];
+    page.on('response', (r) => {
+      if (r.status() === 401) unauthorized.push(r.url());
+    });
+    await logIn(page, t.owner.email);
+    const renewed = page.waitForRequest('**/api/v1/auth/refresh', WAIT);
+    await page.clock.fastForward('14:05');
+    await renewed;
+    // The new token works: a view not loaded yet loads.
+    await page.getByRole('link', { name: /^Closed/ }).click();
+    await page.getByRole('heading', { name: 'Closed' }).waitFor(WAIT);
+    await page.getByText('Nothing here right now.').waitFor(WAIT);
+    expect(unauthorized).to.deep.equal([]);
+    expect(errors).to.deep.equal([]);
+  });
+
   it('two agents: A transfers to a department, B sees it arrive and closes; the visitor answers the survey once, below the closed line; the rating shows in the app', async () => {
     const t = await createTenant();
     const widget = await widgetOf(t);

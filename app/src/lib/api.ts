@@ -27,6 +27,7 @@ let accessToken: string | undefined;
 let state: SessionState = { signedIn: sessionStorage.getItem(REFRESH_KEY) !== null, endedBecause: undefined };
 const listeners = new Set<() => void>();
 let refreshing: Promise<boolean> | undefined;
+let renewal: ReturnType<typeof setTimeout> | undefined;
 
 function setState(next: SessionState) {
   state = next;
@@ -53,12 +54,17 @@ export const session = {
       return undefined;
     }
   },
-  start(tokens: Pick<Schemas['TokenPair'], 'access_token' | 'refresh_token'>) {
+  start(tokens: Pick<Schemas['TokenPair'], 'access_token' | 'refresh_token' | 'expires_in'>) {
     accessToken = tokens.access_token;
     sessionStorage.setItem(REFRESH_KEY, tokens.refresh_token);
+    // A minute before the access token ends, a new one: no call needs to fail first. (A sleeping tab's
+    // timer may fire late; the refresh on 401 covers that.)
+    clearTimeout(renewal);
+    renewal = setTimeout(() => void refreshSession(), Math.max(10, tokens.expires_in - 60) * 1000);
     setState({ signedIn: true, endedBecause: undefined });
   },
   end(reason?: string) {
+    clearTimeout(renewal);
     accessToken = undefined;
     sessionStorage.removeItem(REFRESH_KEY);
     setState({ signedIn: false, endedBecause: reason });
