@@ -82,19 +82,21 @@ export class ChatClient {
    * key, with the key's headers. Rejects with ChatApiError when no ticket is given.
    */
   async connect(onEvent?: (event: SocketEvent) => void, options: ConnectOptions = {}): Promise<ChatSocket> {
-    const socket = new ChatSocket((lastEventId) => this.#dial(lastEventId), options);
+    const socket = new ChatSocket((lastEventId, credentialClosed) => this.#dial(lastEventId, credentialClosed), options);
     if (onEvent) socket.onEvent(onEvent);
     await socket.start();
     return socket;
   }
 
-  async #dial(lastEventId: string | undefined): Promise<WebSocketLike> {
+  async #dial(lastEventId: string | undefined, credentialClosed: boolean): Promise<WebSocketLike> {
     const WebSocketClass = this.#options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (!WebSocketClass) throw new Error('no WebSocket here: pass the `ws` package as the WebSocket option');
     const url = new URL(`${this.#options.baseUrl.replace(/\/$/, '').replace(/^http/, 'ws')}/v1/ws`);
     if (lastEventId) url.searchParams.set('last_event_id', lastEventId);
     const key = this.#options.apiKey;
     if (key) {
+      // A key's socket is closed for its credential only when the key was revoked or rotated: this value is done.
+      if (credentialClosed) throw new ChatApiError('ERR_UNAUTHENTICATED', 401, 'the API key was revoked or rotated');
       // Browsers cannot send headers on the upgrade (nor should they hold an API key): Node's WebSocket and `ws` can.
       const WithHeaders = WebSocketClass as unknown as HeadersWebSocketConstructor;
       return new WithHeaders(url.href, { headers: { 'X-API-Key': key.key, 'X-Tenant-ID': key.tenantId } });

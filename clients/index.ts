@@ -1,7 +1,7 @@
 // @customer-chat/client: the package's entry point.
 export { ChatClient, describeEvent, type ChatClientOptions, type Tokens } from './chat-client.ts';
 export { ChatApiError, type DataOf, isApiError, ok } from './errors.ts';
-export { ChatSocket, type ConnectOptions, type SocketEnd, type SocketStatus, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
+export { ChatSocket, type ConnectOptions, type Dial, type HeadersWebSocketConstructor, type SocketEnd, type SocketStatus, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
 export {
   CLIENT_FRAME_TYPES,
   CONTROL_FRAME_TYPES,

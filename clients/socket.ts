@@ -20,6 +20,12 @@ export type WebSocketConstructor = new (url: string, init?: never) => WebSocketL
 /** The constructor as an API key's socket calls it. */
 export type HeadersWebSocketConstructor = new (url: string, init: { headers: Record<string, string> }) => WebSocketLike;
 
+/**
+ * Opens one connection, resuming after `lastEventId`; `credentialClosed` when the last one was closed for
+ * its credential (4001). Throws a ChatApiError with status 401 or 403 when the credential is gone for good.
+ */
+export type Dial = (lastEventId: string | undefined, credentialClosed: boolean) => Promise<WebSocketLike>;
+
 export type SocketStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
 export interface ConnectOptions {
@@ -60,7 +66,7 @@ export class ChatSocket {
   /** Resolves once the socket has ended for good (close(), or a drop it does not recover from). */
   readonly closed: Promise<SocketEnd>;
 
-  readonly #dial: (lastEventId: string | undefined) => Promise<WebSocketLike>;
+  readonly #dial: Dial;
   readonly #options: ConnectOptions;
   readonly #handlers = new Set<(event: SocketEvent) => void>();
   readonly #seen = new Set<string>();
@@ -73,7 +79,7 @@ export class ChatSocket {
   #end!: (end: SocketEnd) => void;
 
   /** Made by ChatClient.connect, which knows how to dial (a ticket, or an API key's headers). */
-  constructor(dial: (lastEventId: string | undefined) => Promise<WebSocketLike>, options: ConnectOptions = {}) {
+  constructor(dial: Dial, options: ConnectOptions = {}) {
     this.#dial = dial;
     this.#options = options;
     this.lastEventId = options.lastEventId;
@@ -89,7 +95,7 @@ export class ChatSocket {
 
   /** The first dial; rejects (a ChatApiError when no ticket was given) instead of retrying. */
   async start(): Promise<void> {
-    this.#attach(await this.#dial(this.lastEventId));
+    this.#attach(await this.#dial(this.lastEventId, false));
   }
 
   /** Every event, stored or live; `event.data` narrows by `event.type`. Returns the unsubscribe. */
@@ -202,24 +208,25 @@ export class ChatSocket {
     if (FATAL_CLOSES.has(code) || this.#options.reconnect === false) return this.#finish({ code, reason });
     this.#setStatus('reconnecting');
     // A credential that expired is replaced at once (the next ticket refreshes the login); anything else backs off.
-    this.#schedule(code === CREDENTIAL_CLOSE ? 0 : this.#delay());
+    if (code === CREDENTIAL_CLOSE) this.#schedule(0, true);
+    else this.#schedule(this.#delay(), false);
   }
 
-  #schedule(delayMs: number): void {
-    this.#timer = setTimeout(() => void this.#redial(), delayMs);
+  #schedule(delayMs: number, credentialClosed: boolean): void {
+    this.#timer = setTimeout(() => void this.#redial(credentialClosed), delayMs);
   }
 
-  async #redial(): Promise<void> {
+  async #redial(credentialClosed: boolean): Promise<void> {
     if (this.#status === 'closed') return;
     this.#attempt++;
     this.reconnects++;
     let ws: WebSocketLike;
     try {
-      ws = await this.#dial(this.lastEventId);
+      ws = await this.#dial(this.lastEventId, credentialClosed);
     } catch (error) {
       // Refused for good (the login ended, the key was revoked, no permission): stop; otherwise try later.
       if (error instanceof ChatApiError && [401, 403].includes(error.status)) return this.#finish({ code: CREDENTIAL_CLOSE, reason: error.message, error });
-      return this.#schedule(this.#delay());
+      return this.#schedule(this.#delay(), false);
     }
     this.#attach(ws);
   }

@@ -102,6 +102,7 @@ describe('the SDK package (@customer-chat/client from clients/)', function () {
     await run('npm', ['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, timeout: 60_000, env: partnerEnv() });
     const installed = JSON.parse(await readFile(join(dir, 'node_modules/@customer-chat/client/package.json'), 'utf8')) as { files: string[] };
     expect(installed.files).to.include('dist');
+    expect((await readFile(join(dir, 'node_modules/@customer-chat/client/README.md'), 'utf8')).length).to.be.greaterThan(0);
 
     await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { cwd: dir, timeout: 60_000 });
 
@@ -123,6 +124,9 @@ describe('the SDK package (@customer-chat/client from clients/)', function () {
       delivered: number;
       end: { code: number };
       replayed: string;
+      keyAudience: string;
+      keyMessage: string;
+      keyEnd: { code: number; error?: string; reconnects: number };
     };
     expect(seen.tenant).to.match(/^tn_/);
     // Two calls refused at once shared one refresh.
@@ -145,6 +149,11 @@ describe('the SDK package (@customer-chat/client from clients/)', function () {
     expect(seen.repeated).to.equal(0);
     expect(seen.end.code).to.equal(1000);
     expect(seen.replayed).to.equal('While you were away');
+    // An API key's client: its headers on REST and on the upgrade.
+    expect(seen.keyAudience).to.equal('integration');
+    expect(seen.keyMessage).to.equal('Sent with a key');
+    // Its socket, closed with 4001 by the key's revocation, ended for good after one look.
+    expect(seen.keyEnd).to.deep.equal({ code: 4001, error: 'ERR_UNAUTHENTICATED', reconnects: 1 });
   });
 
   it('declares the control and client frames the AsyncAPI document lists', async () => {
