@@ -381,6 +381,16 @@ describe('the team app in a browser', function () {
     await visitor.locator('chat-widget .ended', { hasText: 'Thank you for your feedback!' }).waitFor(WAIT);
 
     await agentB.getByText('Rated 4 of 5').waitFor(WAIT);
+
+    // The visitor comes back with a new conversation: beside it, the app links the earlier one.
+    await visitor.locator('chat-widget .ended button', { hasText: 'Start a new conversation' }).click();
+    await visitorWrites(visitor, 'One more thing about that invoice');
+    await agentB.getByRole('link', { name: /^Unassigned/ }).click();
+    await agentB.locator('.conversations li', { hasText: 'One more thing' }).getByRole('link').click();
+    const others = agentB.getByRole('complementary', { name: 'Visitor' }).getByRole('link', { name: /closed/ });
+    await others.click();
+    await agentB.getByText('Rated 4 of 5').waitFor(WAIT);
+    await agentB.locator('.messages li.visitor', { hasText: 'charged twice' }).waitFor(WAIT);
     expect(errorsA).to.deep.equal([]);
     expect(errorsB).to.deep.equal([]);
   });

@@ -90,7 +90,7 @@ export function ConversationPane({ id }: { id: string }) {
       </header>
       <div className="body">
         <Thread id={id} me={session.userId} team={members} />
-        {c.visitor_id && <VisitorPanel visitorId={c.visitor_id} />}
+        {c.visitor_id && <VisitorPanel visitorId={c.visitor_id} conversationId={id} />}
       </div>
       <p className="typing" aria-live="polite">
         {typing ? 'The visitor is typing…' : ''}

@@ -1,9 +1,11 @@
 import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
 import { $api } from '../../../lib/api.ts';
 
 /** Who the visitor is: contact details, the pages they saw, their earlier conversations. */
-export function VisitorPanel({ visitorId }: { visitorId: string }) {
-  const visitor = useQuery($api.queryOptions('get', '/v1/visitors/{id}', { params: { path: { id: visitorId } } }));
+export function VisitorPanel({ visitorId, conversationId }: { visitorId: string; conversationId: string }) {
+  // Read again each time a conversation opens: the socket tells nothing of pages seen or of the visitor's other conversations.
+  const visitor = useQuery($api.queryOptions('get', '/v1/visitors/{id}', { params: { path: { id: visitorId } } }, { staleTime: 0 }));
   const v = visitor.data;
   if (!v) return null;
   return (
@@ -22,7 +24,22 @@ export function VisitorPanel({ visitorId }: { visitorId: string }) {
           </ol>
         </>
       )}
-      {v.conversations.length > 1 && <p className="muted">{v.conversations.length - 1} earlier conversation(s)</p>}
+      {v.conversations.some((c) => c.id !== conversationId) && (
+        <>
+          <h4>Other conversations</h4>
+          <ul className="pages">
+            {v.conversations
+              .filter((c) => c.id !== conversationId)
+              .map((c) => (
+                <li key={c.id}>
+                  <Link to={`../${c.id}`} relative="path">
+                    {c.last_message_at ? new Date(c.last_message_at).toLocaleDateString() : 'No message'} · {c.status}
+                  </Link>
+                </li>
+              ))}
+          </ul>
+        </>
+      )}
     </aside>
   );
 }
