@@ -169,6 +169,8 @@ export async function startService(config: Config): Promise<RunningService> {
   services.bots.onBotsChanged(() => interest.bots.changed());
   services.workflows.onWorkflowsChanged(() => interest.workflows.changed());
   for (const each of Object.values(interest)) each.start();
+  // Every commit of this instance wakes the feed's consumers on the others, and theirs wake these.
+  const stopRelay = wakeups?.relay(bus);
   const webhooks = new WebhookDispatcher({ database, logger, bus, mailer, ...config.webhooks, wakeups, metrics, interest: interest.webhooks });
   services.webhooks.onDeliveryDue(() => webhooks.wake());
   webhooks.start();
@@ -183,6 +185,7 @@ export async function startService(config: Config): Promise<RunningService> {
     services: { messages: services.messages, conversations: services.conversations, cannedResponses: services.cannedResponses },
     metrics,
     interest: interest.bots,
+    wakeups,
     secrets,
   });
   bots.start();
@@ -196,12 +199,9 @@ export async function startService(config: Config): Promise<RunningService> {
     timeoutMs: config.webhooks.timeoutMs,
     metrics,
     interest: interest.workflows,
+    wakeups,
   });
   workflows.start();
-  // Webhooks relay every commit to the other instances and hear theirs (WebhookDispatcher.start); bots and
-  // workflows hear the same news.
-  wakeups?.subscribe(() => bots.wake());
-  wakeups?.subscribe(() => workflows.wake());
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
@@ -215,6 +215,7 @@ export async function startService(config: Config): Promise<RunningService> {
       for (const each of Object.values(interest)) each.stop();
       await webhooks.stop();
       await bots.stop();
+      stopRelay?.();
       await wakeups?.close();
       await workflows.stop();
       await gateway.close();

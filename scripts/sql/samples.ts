@@ -16,6 +16,7 @@ import type * as conversation from '../../src/conversations/conversation.reposit
 import type * as department from '../../src/departments/department.repository.ts';
 import type * as event from '../../src/events/event.repository.ts';
 import type * as feed from '../../src/events/feed.repository.ts';
+import type * as feedCursor from '../../src/events/feed-cursor.repository.ts';
 import type * as file from '../../src/files/file.repository.ts';
 import type * as hours from '../../src/hours/hours.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
@@ -129,9 +130,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     updateBot: ['bot', { name: 'n', enabled: false, settings: {} }, NOW],
     deleteBot: ['bot', NOW],
     departmentExists: ['d'],
-    ensureCursor: ['bots', { txid: '1', position: 1 }],
-    lockCursor: ['bots'],
-    advanceCursor: ['bots', { txid: '2', position: 2 }],
     conversationsHeldByBots: [['conv', 'conv2']],
     insertBotDeliveries: [[{ id: 'btd', tenant_id: 'tn', bot_id: 'bot', conversation_id: 'conv', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
     claimDueBotDeliveries: [10, 'token', 15_000],
@@ -236,6 +234,11 @@ export const samples: Record<string, Record<string, unknown>> = {
         ],
       },
     },
+  }),
+  'events/feed-cursor.repository.ts': of<typeof feedCursor>({
+    ensureCursor: ['webhooks', { txid: '1', position: 1 }],
+    lockCursor: ['webhooks'],
+    advanceCursor: ['webhooks', { txid: '2', position: 2 }],
   }),
   'events/feed.repository.ts': of<typeof feed>({
     tenantLockKey: { skip: 'a fragment of the statements below' },
@@ -351,9 +354,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     deleteWebhook: ['whk'],
     listDeliveries: { cases: { all: ['whk', {}, PAGE], 'by status': ['whk', { status: 'failed' }, PAGE] } },
     requeueDelivery: ['whk', 'whd'],
-    ensureCursor: ['webhooks', { txid: '1', position: 1 }],
-    lockCursor: ['webhooks'],
-    advanceCursor: ['webhooks', { txid: '2', position: 2 }],
     tenantsWithEnabledWebhooks: [],
     enabledWebhooksOf: [['tn', 'tn2']],
     insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
@@ -383,9 +383,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     idleConversations: ['tn', 10, NOW, 500],
     markIdle: [{ tenant_id: 'tn', conversation_id: 'conv', minutes: 10, fired_for: NOW }],
     idleTriggers: [],
-    ensureCursor: ['workflows', { txid: '1', position: 1 }],
-    lockCursor: ['workflows'],
-    advanceCursor: ['workflows', { txid: '2', position: 2 }],
     enabledWorkflowsOf: [['tn', 'tn2'], ['conversation.closed', 'message.created']],
     insertRuns: {
       cases: {

@@ -97,32 +97,6 @@ from
 where
   "id" = $1;
 
--- bot.ensureCursor
-insert into
-  "feed_cursors" ("name", "txid", "position")
-values
-  ($1, $2, $3)
-on conflict ("name") do nothing;
-
--- bot.lockCursor
-select
-  txid::text as "txid",
-  "position"
-from
-  "feed_cursors"
-where
-  "name" = $1
-for update;
-
--- bot.advanceCursor
-update "feed_cursors"
-set
-  "txid" = $1,
-  "position" = $2,
-  "updated_at" = now()
-where
-  "name" = $3;
-
 -- bot.conversationsHeldByBots
 select
   "c"."id",

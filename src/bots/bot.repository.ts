@@ -5,7 +5,6 @@ import { idIn } from '../db/id-lookup.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Bot, BotDeliveriesTable, BotKind } from '../db/schema.ts';
-import type { FeedPosition } from '../events/feed.repository.ts';
 
 // ---- Bots (tenant work, row-level security) --------------------------------------------------------
 
@@ -82,33 +81,6 @@ export async function departmentExists(trx: Tx, id: string): Promise<boolean> {
 }
 
 // ---- The runner (system role, every tenant) -------------------------------------------------------
-
-export async function ensureCursor(trx: Tx, name: string, start: FeedPosition) {
-  await trx
-    .insertInto('feed_cursors')
-    .values({ name, txid: start.txid, position: start.position })
-    .onConflict((oc) => oc.column('name').doNothing())
-    .execute();
-}
-
-/** Locked until the transaction ends: two instances reading at once take turns. */
-export async function lockCursor(trx: Tx, name: string): Promise<FeedPosition | undefined> {
-  const row = await trx
-    .selectFrom('feed_cursors')
-    .select([sql<string>`txid::text`.as('txid'), 'position'])
-    .where('name', '=', name)
-    .forUpdate()
-    .executeTakeFirst();
-  return row ? { txid: row.txid, position: Number(row.position) } : undefined;
-}
-
-export async function advanceCursor(trx: Tx, name: string, to: FeedPosition) {
-  await trx
-    .updateTable('feed_cursors')
-    .set({ txid: to.txid, position: to.position, updated_at: sql<Date>`now()` })
-    .where('name', '=', name)
-    .execute();
-}
 
 /** Of these conversations, those a bot holds now, with the bot's kind. */
 export async function conversationsHeldByBots(trx: Tx, conversationIds: string[]) {

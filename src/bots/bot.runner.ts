@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CannedResponseService } from '../canned-responses/canned-response.service.ts';
 import type { ConversationService } from '../conversations/conversation.service.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
-import { feedHead, readFeed } from '../events/feed.repository.ts';
+import type { FeedRow } from '../events/feed.repository.ts';
+import { FeedConsumer } from '../events/feed-consumer.ts';
 import type { MessageService } from '../messages/message.service.ts';
 import { envelopeOf } from '../realtime/views.ts';
 import { AppError } from '../shared/errors.ts';
@@ -43,6 +44,8 @@ export interface BotRunnerOptions {
   batch?: number;
   /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
   interest?: TenantInterest | undefined;
+  /** With several instances (Redis): commits elsewhere wake this runner. */
+  wakeups?: { subscribe(listener: () => void): () => void } | undefined;
   /** Opens an llm bot's sealed API key: a box of the key the BotService sealed it with. */
   secrets: SecretBox;
   /** Replaces the HTTP transports (tests). */
@@ -77,18 +80,16 @@ function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */
 export class BotRunner {
-  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest' | 'secrets'>>;
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest' | 'wakeups' | 'secrets'>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #llm: LlmClient;
   readonly #own: boolean[];
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
-  readonly #interest: TenantInterest | undefined;
+  readonly #feed: FeedConsumer;
   readonly #secrets: SecretBox;
   #stopped = false;
-  #running: Promise<void> | undefined;
-  #again = false;
+  #claiming: Promise<void> | undefined;
+  #claimAgain = false;
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(options: BotRunnerOptions) {
@@ -110,113 +111,111 @@ export class BotRunner {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
-    this.#interest = options.interest;
+    this.#feed = new FeedConsumer({
+      cursor: BOT_CURSOR,
+      label: 'bot',
+      database: options.database,
+      logger: options.logger,
+      bus: options.bus,
+      interest: options.interest,
+      wakeups: options.wakeups,
+      pollMs: this.#o.pollMs,
+      batch: this.#o.batch,
+      fanOut: (trx, rows) => this.#fanOut(trx, rows),
+      send: () => this.#wakeClaims(),
+    });
     this.#secrets = options.secrets;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
   start(): void {
-    if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake());
-    this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
-    this.#timer.unref();
+    if (this.#stopped) return;
+    this.#feed.start();
   }
 
   /** Reads new events and attempts what is due; a pass already running runs again when it ends. */
   wake(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    const run = this.#loop()
-      .catch((err: unknown) => this.#o.logger.error({ err }, 'bot runner pass failed; the next poll tries again'))
-      .finally(() => {
-        if (this.#running === run) this.#running = undefined;
-      });
-    this.#running = run;
+    this.#feed.wake();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearInterval(this.#timer);
-    this.#unsubscribe?.();
-    await this.#running?.catch(() => undefined);
+    await this.#feed.stop();
+    await this.#claiming?.catch(() => undefined);
     await Promise.allSettled([...this.#inFlight]);
     if (this.#own[0]) this.#transport.close();
     if (this.#own[1]) this.#llm.close();
   }
 
-  async #loop(): Promise<void> {
-    do {
-      this.#again = false;
-      for (;;) {
-        const pass = await this.fanOutOnce();
-        if (!pass.more || this.#stopped) {
-          // A running writer holds committed events back: look again shortly rather than at the next poll.
-          if (pass.heldBack && !this.#stopped) setTimeout(() => this.wake(), 20).unref();
-          break;
-        }
-      }
-      await this.#claim();
-    } while (this.#again && !this.#stopped);
-  }
-
   /** One fan-out transaction. Public for tests. */
   async fanOutOnce(): Promise<{ read: number; queued: number; more: boolean; heldBack: boolean }> {
-    return this.#o.database.asSystem(async (trx) => {
-      let cursor = await repo.lockCursor(trx, BOT_CURSOR);
-      if (!cursor) {
-        await repo.ensureCursor(trx, BOT_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
-        cursor = (await repo.lockCursor(trx, BOT_CURSOR))!;
-      }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
-      const last = page.rows.at(-1);
-      if (!last) return { read: 0, queued: 0, more: false, heldBack: page.heldBack };
-      const relevant = page.rows.filter(
-        (r) =>
-          r.conversation_id !== null &&
-          (r.type === 'conversation.created' ||
-            (r.type === 'message.created' && !r.internal && (r.data as { message: { sender_type: string } }).message.sender_type === 'visitor')),
-      );
-      const held = new Map((await repo.conversationsHeldByBots(trx, [...new Set(relevant.map((r) => r.conversation_id!))])).map((c) => [c.id, c]));
-      const deliveries: repo.NewBotDelivery[] = [];
-      for (const row of relevant) {
-        const conversation = held.get(row.conversation_id!);
-        if (!conversation) continue;
-        // The built-in bots answer messages; the conversation's start is news only to a webhook bot.
-        if (conversation.kind !== 'webhook' && row.type !== 'message.created') continue;
-        deliveries.push({
-          id: newId('botDelivery'),
-          tenant_id: row.tenant_id,
-          bot_id: conversation.bot_id,
-          conversation_id: row.conversation_id!,
-          event_id: row.id,
-          event_type: row.type,
-          body: envelopeOf(row, row.data),
-        });
-      }
-      const queued = await repo.insertBotDeliveries(trx, deliveries);
-      await repo.advanceCursor(trx, BOT_CURSOR, { txid: last.txid, position: last.position });
-      return { read: page.rows.length, queued, more: page.rows.length === this.#o.batch, heldBack: page.heldBack };
-    });
+    return this.#feed.readOnce();
   }
 
-  async #claim(): Promise<void> {
-    const free = this.#o.concurrency - this.#inFlight.size;
-    if (free <= 0 || this.#stopped) return;
-    const token = randomUUID();
-    const claimed = await this.#o.database.asSystem((trx) => repo.claimDueBotDeliveries(trx, free, token, this.#o.leaseMs));
-    for (const delivery of claimed) {
-      const attempt = this.#attempt(delivery, token).catch((err: unknown) =>
-        this.#o.logger.error({ err, delivery: delivery.id }, 'a bot delivery could not record its outcome; its lease runs out and it is retried'),
-      );
-      this.#inFlight.add(attempt);
-      void attempt.finally(() => {
-        this.#inFlight.delete(attempt);
-        if (claimed.length === free) this.wake();
+  /**
+   * One delivery per (bot, event) for `conversation.created` and the visitor's `message.created` of
+   * conversations a bot holds.
+   */
+  async #fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
+    const relevant = rows.filter(
+      (r) =>
+        r.conversation_id !== null &&
+        (r.type === 'conversation.created' ||
+          (r.type === 'message.created' && !r.internal && (r.data as { message: { sender_type: string } }).message.sender_type === 'visitor')),
+    );
+    const held = new Map((await repo.conversationsHeldByBots(trx, [...new Set(relevant.map((r) => r.conversation_id!))])).map((c) => [c.id, c]));
+    const deliveries: repo.NewBotDelivery[] = [];
+    for (const row of relevant) {
+      const conversation = held.get(row.conversation_id!);
+      if (!conversation) continue;
+      // The built-in bots answer messages; the conversation's start is news only to a webhook bot.
+      if (conversation.kind !== 'webhook' && row.type !== 'message.created') continue;
+      deliveries.push({
+        id: newId('botDelivery'),
+        tenant_id: row.tenant_id,
+        bot_id: conversation.bot_id,
+        conversation_id: row.conversation_id!,
+        event_id: row.id,
+        event_type: row.type,
+        body: envelopeOf(row, row.data),
       });
     }
+    return repo.insertBotDeliveries(trx, deliveries);
+  }
+
+  #wakeClaims(): void {
+    if (this.#stopped) return;
+    if (this.#claiming) {
+      this.#claimAgain = true;
+      return;
+    }
+    const run = this.#claimLoop()
+      .catch((err: unknown) => this.#o.logger.error({ err }, 'bot deliveries could not be claimed; the next poll tries again'))
+      .finally(() => {
+        if (this.#claiming === run) this.#claiming = undefined;
+      });
+    this.#claiming = run;
+  }
+
+  async #claimLoop(): Promise<void> {
+    do {
+      this.#claimAgain = false;
+      const free = this.#o.concurrency - this.#inFlight.size;
+      if (free <= 0 || this.#stopped) return;
+      const token = randomUUID();
+      const claimed = await this.#o.database.asSystem((trx) => repo.claimDueBotDeliveries(trx, free, token, this.#o.leaseMs));
+      for (const delivery of claimed) {
+        const attempt = this.#attempt(delivery, token).catch((err: unknown) =>
+          this.#o.logger.error({ err, delivery: delivery.id }, 'a bot delivery could not record its outcome; its lease runs out and it is retried'),
+        );
+        this.#inFlight.add(attempt);
+        void attempt.finally(() => {
+          this.#inFlight.delete(attempt);
+          // A full claim may have left more due behind it.
+          if (claimed.length === free) this.#wakeClaims();
+        });
+      }
+    } while (this.#claimAgain && !this.#stopped);
   }
 
   async #attempt(delivery: repo.ClaimedBotDelivery, token: string): Promise<void> {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database, Tx } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
-import { type FeedRow, feedHead, readFeed } from '../events/feed.repository.ts';
+import type { FeedRow } from '../events/feed.repository.ts';
+import { FeedConsumer } from '../events/feed-consumer.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
@@ -47,8 +48,8 @@ export interface DispatcherOptions {
   interest?: TenantInterest | undefined;
   /** Replaces the HTTP transport (the benchmark and tests count on it). */
   transport?: Transport;
-  /** With several instances (Redis): commits elsewhere wake this dispatcher, and its commits wake theirs. */
-  wakeups?: Pick<RedisFeedWakeups, 'relay' | 'subscribe'> | undefined;
+  /** With several instances (Redis): commits elsewhere wake this dispatcher (this instance's are relayed by the service). */
+  wakeups?: Pick<RedisFeedWakeups, 'subscribe'> | undefined;
   /** The service's registry: the queue's depth and the outcomes recorded. Without it nothing is reported. */
   metrics?: Metrics | undefined;
 }
@@ -116,16 +117,10 @@ export const WEBHOOK_CURSOR = 'webhooks';
 export class WebhookDispatcher {
   readonly #o: Required<Omit<DispatcherOptions, 'transport' | 'wakeups' | 'metrics' | 'interest'>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
-  readonly #wakeups: DispatcherOptions['wakeups'];
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
-  #timer: NodeJS.Timeout | undefined;
-  readonly #interest: TenantInterest | undefined;
-  #unsubscribe: (() => void) | undefined;
+  readonly #feed: FeedConsumer;
   #stopped = false;
-  #fanning: Promise<void> | undefined;
-  #fanAgain = false;
-  #heldBackTimer: NodeJS.Timeout | undefined;
   /** Something may be due that is not claimed yet (a wake, or the last claim took all it asked for). */
   #dueMaybe = false;
   /** Claimed, not yet attempted, oldest first. */
@@ -186,40 +181,38 @@ export class WebhookDispatcher {
     this.#slowMs = Math.min(SLOW_ATTEMPT_MS, timeoutMs / 2);
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
-    this.#wakeups = options.wakeups;
-    this.#interest = options.interest;
+    this.#feed = new FeedConsumer({
+      cursor: WEBHOOK_CURSOR,
+      label: 'webhook',
+      database: options.database,
+      logger: options.logger,
+      bus: options.bus,
+      interest: options.interest,
+      wakeups: options.wakeups,
+      pollMs: this.#o.pollMs,
+      batch: this.#o.batch,
+      fanOut: (trx, rows) => this.#fanOut(trx, rows),
+      send: () => this.#wakeSender(),
+    });
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
-  /**
-   * Listens for committed events and polls every pollMs, the first time one poll after the start: the
-   * embedded database runs on the event loop, and a service just started serves requests first.
-   */
+  /** Listens for committed events (this instance's, and others' through wakeups) and polls every pollMs. */
   start(): void {
-    if (this.#timer || this.#stopped) return;
-    const unsubscribe = [this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake())];
-    if (this.#wakeups) unsubscribe.push(this.#wakeups.relay(this.#o.bus), this.#wakeups.subscribe(() => this.wake()));
-    this.#unsubscribe = () => {
-      for (const u of unsubscribe) u();
-    };
-    this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
-    this.#timer.unref();
+    if (this.#stopped) return;
+    this.#feed.start();
   }
 
   /** Reads new events and sends what is due; a pass already running runs again when it ends. */
   wake(): void {
-    this.#wakeFanOut();
-    this.#wakeSender();
+    this.#feed.wake();
   }
 
   /** Stops claiming and reading; waits for the attempts in flight (each ends within the timeout) and records them. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#nudge?.();
-    clearInterval(this.#timer);
-    clearTimeout(this.#heldBackTimer);
-    this.#unsubscribe?.();
-    await this.#fanning?.catch(() => undefined);
+    await this.#feed.stop();
     await this.#syncing;
     // A claim pass under way ends with its claims queued (no more follow: stopped wants none).
     await this.#claiming;
@@ -236,72 +229,35 @@ export class WebhookDispatcher {
 
   // ---- Fan-out -------------------------------------------------------------------------------------
 
-  #wakeFanOut(): void {
-    if (this.#stopped) return;
-    if (this.#fanning) {
-      this.#fanAgain = true;
-      return;
-    }
-    const run = this.#fanOutLoop()
-      .catch((err: unknown) => this.#o.logger.error({ err }, 'webhook fan-out failed; the next poll tries again'))
-      .finally(() => {
-        if (this.#fanning === run) this.#fanning = undefined;
-      });
-    this.#fanning = run;
-  }
-
-  async #fanOutLoop(): Promise<void> {
-    do {
-      this.#fanAgain = false;
-      for (;;) {
-        const pass = await this.fanOutOnce();
-        if (pass.inserted > 0) this.#wakeSender();
-        if (pass.more && !this.#stopped) continue;
-        // A running writer holds committed events back: look again shortly rather than at the next poll.
-        if (pass.heldBack && !this.#stopped) {
-          clearTimeout(this.#heldBackTimer);
-          this.#heldBackTimer = setTimeout(() => this.#wakeFanOut(), 20);
-        }
-        break;
-      }
-    } while (this.#fanAgain && !this.#stopped);
-  }
-
   /** One fan-out transaction. Public for tests and the benchmark. */
   async fanOutOnce(): Promise<{ read: number; inserted: number; more: boolean; heldBack: boolean }> {
-    return this.#o.database.asSystem(async (trx) => {
-      let cursor = await repo.lockCursor(trx, WEBHOOK_CURSOR);
-      if (!cursor) {
-        // The first start reads from the head: endpoints get what happens after they exist.
-        await repo.ensureCursor(trx, WEBHOOK_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
-        cursor = (await repo.lockCursor(trx, WEBHOOK_CURSOR))!;
+    const { queued, ...pass } = await this.#feed.readOnce();
+    return { ...pass, inserted: queued };
+  }
+
+  /** One delivery per (enabled endpoint subscribed to its type, event); the unique pair makes a re-read harmless. */
+  async #fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
+    const endpoints = await repo.enabledWebhooksOf(trx, [...new Set(rows.map((r) => r.tenant_id))]);
+    const byTenant = Map.groupBy(endpoints, (e) => e.tenant_id);
+    const deliveries: repo.NewDelivery[] = [];
+    for (const row of rows) {
+      let body: string | undefined;
+      for (const endpoint of byTenant.get(row.tenant_id) ?? []) {
+        if (!subscribed(endpoint, row)) continue;
+        body ??= envelopeOf(row, row.data);
+        deliveries.push({
+          id: newId('webhookDelivery'),
+          tenant_id: row.tenant_id,
+          webhook_id: endpoint.id,
+          event_id: row.id,
+          event_type: row.type,
+          body,
+        });
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
-      const last = page.rows.at(-1);
-      if (!last) return { read: 0, inserted: 0, more: false, heldBack: page.heldBack };
-      const endpoints = await repo.enabledWebhooksOf(trx, [...new Set(page.rows.map((r) => r.tenant_id))]);
-      const byTenant = Map.groupBy(endpoints, (e) => e.tenant_id);
-      const deliveries: repo.NewDelivery[] = [];
-      for (const row of page.rows) {
-        let body: string | undefined;
-        for (const endpoint of byTenant.get(row.tenant_id) ?? []) {
-          if (!subscribed(endpoint, row)) continue;
-          body ??= envelopeOf(row, row.data);
-          deliveries.push({
-            id: newId('webhookDelivery'),
-            tenant_id: row.tenant_id,
-            webhook_id: endpoint.id,
-            event_id: row.id,
-            event_type: row.type,
-            body,
-          });
-        }
-      }
-      let inserted = 0;
-      for (let i = 0; i < deliveries.length; i += 1000) inserted += await repo.insertDeliveries(trx, deliveries.slice(i, i + 1000));
-      await repo.advanceCursor(trx, WEBHOOK_CURSOR, { txid: last.txid, position: last.position });
-      return { read: page.rows.length, inserted, more: page.rows.length === this.#o.batch, heldBack: page.heldBack };
-    });
+    }
+    let inserted = 0;
+    for (let i = 0; i < deliveries.length; i += 1000) inserted += await repo.insertDeliveries(trx, deliveries.slice(i, i + 1000));
+    return inserted;
   }
 
   // ---- Sending -------------------------------------------------------------------------------------

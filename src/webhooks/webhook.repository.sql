@@ -162,32 +162,6 @@ returning
   "created_at",
   "delivered_at";
 
--- webhook.ensureCursor
-insert into
-  "feed_cursors" ("name", "txid", "position")
-values
-  ($1, $2, $3)
-on conflict ("name") do nothing;
-
--- webhook.lockCursor
-select
-  txid::text as "txid",
-  "position"
-from
-  "feed_cursors"
-where
-  "name" = $1
-for update;
-
--- webhook.advanceCursor
-update "feed_cursors"
-set
-  "txid" = $1,
-  "position" = $2,
-  "updated_at" = now()
-where
-  "name" = $3;
-
 -- webhook.tenantsWithEnabledWebhooks
 select distinct
   "tenant_id"

@@ -211,32 +211,6 @@ group by
   "tenant_id",
   (trigger ->> 'minutes')::int;
 
--- workflow.ensureCursor
-insert into
-  "feed_cursors" ("name", "txid", "position")
-values
-  ($1, $2, $3)
-on conflict ("name") do nothing;
-
--- workflow.lockCursor
-select
-  txid::text as "txid",
-  "position"
-from
-  "feed_cursors"
-where
-  "name" = $1
-for update;
-
--- workflow.advanceCursor
-update "feed_cursors"
-set
-  "txid" = $1,
-  "position" = $2,
-  "updated_at" = now()
-where
-  "name" = $3;
-
 -- workflow.enabledWorkflowsOf
 select
   "id",

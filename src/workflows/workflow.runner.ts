@@ -3,10 +3,11 @@ import type { Logger } from 'pino';
 import type { components } from '../../generated/api.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
 import type { ConversationService } from '../conversations/conversation.service.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
-import { type FeedRow, feedHead, readFeed } from '../events/feed.repository.ts';
+import type { FeedRow } from '../events/feed.repository.ts';
+import { FeedConsumer } from '../events/feed-consumer.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import type { Mailer } from '../mail/mailer.ts';
@@ -49,6 +50,8 @@ export interface RunnerOptions {
   transport?: Transport;
   /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
   interest?: TenantInterest | undefined;
+  /** With several instances (Redis): commits elsewhere wake this runner. */
+  wakeups?: { subscribe(listener: () => void): () => void } | undefined;
   /** The service's registry: the run queue's depth and each action's outcome. Without it nothing is reported. */
   metrics?: Metrics | undefined;
 }
@@ -77,19 +80,14 @@ class ActionSkipped extends Error {}
  * repeats them; a mail or a post may be repeated after a crash (at least once), never lost.
  */
 export class WorkflowRunner {
-  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics' | 'interest'>>;
+  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics' | 'interest' | 'wakeups'>>;
   readonly #actionCounter: OutcomeCounter<'action' | 'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
+  readonly #feed: FeedConsumer;
   #stopped = false;
-  #fanning: Promise<void> | undefined;
-  #fanAgain = false;
-  #heldBackTimer: NodeJS.Timeout | undefined;
   #claiming: Promise<void> | undefined;
   #claimAgain = false;
-  readonly #interest: TenantInterest | undefined;
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(options: RunnerOptions) {
@@ -111,7 +109,19 @@ export class WorkflowRunner {
     };
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
-    this.#interest = options.interest;
+    this.#feed = new FeedConsumer({
+      cursor: WORKFLOW_CURSOR,
+      label: 'workflow',
+      database: options.database,
+      logger: options.logger,
+      bus: options.bus,
+      interest: options.interest,
+      wakeups: options.wakeups,
+      pollMs: this.#o.pollMs,
+      batch: this.#o.batch,
+      fanOut: (trx, rows) => this.#fanOut(trx, rows),
+      send: () => this.#wakeRunner(),
+    });
     this.#actionCounter = options.metrics && observe(options.metrics, options.database);
   }
 
@@ -121,23 +131,17 @@ export class WorkflowRunner {
   }
 
   start(): void {
-    if (this.#timer || this.#stopped) return;
-    this.#unsubscribe = this.#o.bus.subscribe((events) => this.#interest?.covers(events) === false || this.wake());
-    this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
-    this.#timer.unref();
+    if (this.#stopped) return;
+    this.#feed.start();
   }
 
   wake(): void {
-    this.#wakeFanOut();
-    this.#wakeRunner();
+    this.#feed.wake();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearInterval(this.#timer);
-    clearTimeout(this.#heldBackTimer);
-    this.#unsubscribe?.();
-    await this.#fanning?.catch(() => undefined);
+    await this.#feed.stop();
     await this.#claiming?.catch(() => undefined);
     await Promise.allSettled([...this.#inFlight]);
     if (this.#ownTransport) this.#transport.close();
@@ -145,74 +149,37 @@ export class WorkflowRunner {
 
   // ---- Fan-out: events into runs -------------------------------------------------------------------
 
-  #wakeFanOut(): void {
-    if (this.#stopped) return;
-    if (this.#fanning) {
-      this.#fanAgain = true;
-      return;
-    }
-    const run = this.#fanOutLoop()
-      .catch((err: unknown) => this.#o.logger.error({ err }, 'workflow fan-out failed; the next poll tries again'))
-      .finally(() => {
-        if (this.#fanning === run) this.#fanning = undefined;
-      });
-    this.#fanning = run;
-  }
-
-  async #fanOutLoop(): Promise<void> {
-    do {
-      this.#fanAgain = false;
-      for (;;) {
-        const pass = await this.fanOutOnce();
-        if (pass.inserted > 0) this.#wakeRunner();
-        if (pass.more && !this.#stopped) continue;
-        if (pass.heldBack && !this.#stopped) {
-          clearTimeout(this.#heldBackTimer);
-          this.#heldBackTimer = setTimeout(() => this.#wakeFanOut(), 20);
-        }
-        break;
-      }
-    } while (this.#fanAgain && !this.#stopped);
-  }
-
   /** One fan-out transaction. Public for tests. */
   async fanOutOnce(): Promise<{ read: number; inserted: number; more: boolean; heldBack: boolean }> {
-    return this.#o.database.asSystem(async (trx) => {
-      let cursor = await repo.lockCursor(trx, WORKFLOW_CURSOR);
-      if (!cursor) {
-        // The first start reads from the head: workflows act on what happens after they exist.
-        await repo.ensureCursor(trx, WORKFLOW_CURSOR, await feedHead(trx, undefined, { serial: this.#o.database.kind === 'pglite' }));
-        cursor = (await repo.lockCursor(trx, WORKFLOW_CURSOR))!;
+    const { queued, ...pass } = await this.#feed.readOnce();
+    return { ...pass, inserted: queued };
+  }
+
+  /** One run per (matching enabled workflow, event): unique, so a re-read starts nothing twice. */
+  async #fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
+    const triggering = rows.filter((r) => (TRIGGERS as string[]).includes(r.type));
+    const workflows = await repo.enabledWorkflowsOf(trx, [...new Set(triggering.map((r) => r.tenant_id))], [...new Set(triggering.map((r) => r.type as repo.TriggerType))]);
+    const byTenant = Map.groupBy(workflows, (w) => w.tenant_id);
+    const runs: repo.NewRun[] = [];
+    for (const row of triggering) {
+      for (const workflow of byTenant.get(row.tenant_id) ?? []) {
+        if (!triggers(workflow, row)) continue;
+        const tooDeep = row.workflow_depth >= MAX_WORKFLOW_DEPTH;
+        runs.push({
+          id: newId('workflowRun'),
+          tenant_id: row.tenant_id,
+          workflow_id: workflow.id,
+          event_id: row.id,
+          event_type: row.type,
+          event_body: envelopeOf(row, row.data),
+          conversation_id: row.conversation_id,
+          depth: row.workflow_depth + 1,
+          actions: (workflow.actions as S['WorkflowAction'][]).map((action) => pendingOutcome(action, tooDeep)),
+          ...(tooDeep ? { skip_reason: 'depth' as const } : {}),
+        });
       }
-      const page = await readFeed(trx, { after: cursor, limit: this.#o.batch, serial: this.#o.database.kind === 'pglite' });
-      const last = page.rows.at(-1);
-      if (!last) return { read: 0, inserted: 0, more: false, heldBack: page.heldBack };
-      const triggering = page.rows.filter((r) => (TRIGGERS as string[]).includes(r.type));
-      const workflows = await repo.enabledWorkflowsOf(trx, [...new Set(triggering.map((r) => r.tenant_id))], [...new Set(triggering.map((r) => r.type as repo.TriggerType))]);
-      const byTenant = Map.groupBy(workflows, (w) => w.tenant_id);
-      const runs: repo.NewRun[] = [];
-      for (const row of triggering) {
-        for (const workflow of byTenant.get(row.tenant_id) ?? []) {
-          if (!triggers(workflow, row)) continue;
-          const tooDeep = row.workflow_depth >= MAX_WORKFLOW_DEPTH;
-          runs.push({
-            id: newId('workflowRun'),
-            tenant_id: row.tenant_id,
-            workflow_id: workflow.id,
-            event_id: row.id,
-            event_type: row.type,
-            event_body: envelopeOf(row, row.data),
-            conversation_id: row.conversation_id,
-            depth: row.workflow_depth + 1,
-            actions: (workflow.actions as S['WorkflowAction'][]).map((action) => pendingOutcome(action, tooDeep)),
-            ...(tooDeep ? { skip_reason: 'depth' as const } : {}),
-          });
-        }
-      }
-      const inserted = await repo.insertRuns(trx, runs);
-      await repo.advanceCursor(trx, WORKFLOW_CURSOR, { txid: last.txid, position: last.position });
-      return { read: page.rows.length, inserted, more: page.rows.length === this.#o.batch, heldBack: page.heldBack };
-    });
+    }
+    return repo.insertRuns(trx, runs);
   }
 
   // ---- Running ---------------------------------------------------------------------------------------
