@@ -116,7 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       OTEL_EXPORTER_OTLP_ENDPOINT: url({ default: undefined, desc: 'OTLP/HTTP collector; set, requests are traced' }),
       STRIPE_SECRET_KEY: str({ default: '', desc: 'Stripe secret key; unset: every tenant is on the self-hosted plan' }),
       STRIPE_WEBHOOK_SECRET: str({ default: '', desc: 'signing secret of the Stripe webhook endpoint (whsec_...)' }),
-      BILLING_PLANS: str({ default: '', desc: 'JSON: plans by id, merged over the defaults (docs/billing.md)' }),
+      BILLING_PLANS: str({ default: '', desc: 'JSON: plans by id, merged over the defaults; self_hosted may carry limits (docs/billing.md)' }),
     },
     {
       reporter: ({ errors }) => {
