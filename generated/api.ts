@@ -2189,6 +2189,11 @@ export interface components {
         };
         ConversationAssignedData: {
             assigned_user_id: string | null;
+            /**
+             * @description Present when routing gave the conversation out (docs/hours-and-routing.md); absent for a member's or an integration's assignment
+             * @enum {string}
+             */
+            by?: "routing";
             conversation_id: components["schemas"]["ConversationId"];
             previous_assigned_user_id: string | null;
         };
@@ -3271,8 +3276,16 @@ export interface components {
             visitor_token: string;
             widget: {
                 id: components["schemas"]["WidgetId"];
+                /** @description Outside hours, when they next begin (the bubble shows it); null inside hours or when they never do */
+                next_open_at: components["schemas"]["Timestamp"] | null;
+                /** @description Inside the tenant's business hours (always true without hours) */
+                open: boolean;
                 settings: components["schemas"]["WidgetSettings"];
-                /** @description Whether an active full-seat member of the team is online (not away or offline) as the session starts; when not, the chat bubble shows the widget's away message */
+                /**
+                 * @description Whether someone can answer now: the team is inside its business hours (`open`) and an active
+                 *     full-seat member is online (not away or offline) with fewer assigned conversations than their
+                 *     capacity. When not, the chat bubble shows the widget's away message.
+                 */
                 team_available: boolean;
             };
         };
@@ -3291,6 +3304,8 @@ export interface components {
             bot_id?: components["schemas"]["BotId"];
             color?: string;
             greeting?: string;
+            /** @description Outside business hours the bubble hides itself instead of showing the away message and the next opening (default false) */
+            hide_outside_hours?: boolean;
             /** @enum {string} */
             position?: "bottom-left" | "bottom-right";
         };
@@ -3300,6 +3315,7 @@ export interface components {
             bot_id?: components["schemas"]["BotId"] | null;
             color?: string | null;
             greeting?: string | null;
+            hide_outside_hours?: boolean | null;
             /** @enum {string|null} */
             position?: "bottom-left" | "bottom-right" | null;
         };
@@ -9145,7 +9161,9 @@ export interface operations {
                      *         "settings": {
                      *           "color": "#3355ff"
                      *         },
-                     *         "team_available": true
+                     *         "team_available": true,
+                     *         "open": true,
+                     *         "next_open_at": null
                      *       }
                      *     }
                      */

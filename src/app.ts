@@ -24,6 +24,7 @@ import { ConversationService } from './conversations/conversation.service.ts';
 import { departmentHandlers } from './departments/department.handlers.ts';
 import { hoursHandlers } from './hours/hours.handlers.ts';
 import { HoursService } from './hours/hours.service.ts';
+import { RoutingService } from './routing/routing.service.ts';
 import { fileHandlers } from './files/file.handlers.ts';
 import { defaultFileDeps, FileService } from './files/file.service.ts';
 import type { FileStorage } from './files/storage.ts';
@@ -130,6 +131,7 @@ export function createServices(deps: AppDeps) {
   const sessions = deps.sessions ?? new SessionCache();
   const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
   const team = new TeamService({ database, presence });
+  const routing = new RoutingService({ database, bus, presence });
   return {
     bus,
     sessions,
@@ -149,7 +151,8 @@ export function createServices(deps: AppDeps) {
     tickets: deps.tickets ?? new MemoryTicketStore(),
     metrics: deps.metrics ?? new Metrics(),
     widgets: new WidgetService(database),
-    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team }),
+    routing,
+    widgetPublic: new WidgetPublicService({ database, bus, tokens: deps.tokens, limits: billing, team: routing }),
     files: new FileService({ database, ...(deps.files ?? defaultFileDeps()), limits: billing }),
     webhooks: new WebhookService({ database, bus, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false } }),
     bots: new BotService({ database, policy: deps.config.webhooks ?? { allowPrivate: true, requireHttps: false }, secrets: deps.secrets ?? processSecretBox() }),

@@ -22,6 +22,7 @@ import type * as hours from '../../src/hours/hours.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
 import type * as message from '../../src/messages/message.repository.ts';
 import type * as retention from '../../src/retention/retention.repository.ts';
+import type * as routing from '../../src/routing/routing.repository.ts';
 import type * as team from '../../src/team/team.repository.ts';
 import type * as tenant from '../../src/tenants/tenant.repository.ts';
 import type * as visitor from '../../src/visitors/visitor.repository.ts';
@@ -211,6 +212,18 @@ export const samples: Record<string, Record<string, unknown>> = {
     addDepartmentMembers: ['tn', 'd', ['usr']],
     removeDepartmentMember: ['d', 'usr'],
     activeMemberIds: [['usr']],
+  }),
+  'routing/routing.repository.ts': of<typeof routing>({
+    candidates: { cases: { tenant: [null], 'department, online only': ['d', { userIds: ['usr'] }] } },
+    routingInUse: ['tn'],
+    tenantRouting: { cases: { read: ['tn'], lock: ['tn', { lock: true }] } },
+    departmentRouting: { cases: { read: ['d'], lock: ['d', { lock: true }] } },
+    setTenantRouting: ['tn', { round_robin_last_user_id: 'usr' }],
+    setDepartmentRouting: ['d', { round_robin_last_user_id: 'usr' }],
+    setCapacity: ['usr', 5],
+    lockQueued: { cases: { head: [50], 'after a row': [50, { created_at: NOW, id: 'conv' }] } },
+    assign: ['conv', 'usr', NOW],
+    queuePosition: ['conv'],
   }),
   'hours/hours.repository.ts': of<typeof hours>({
     tenantHours: ['tn'],

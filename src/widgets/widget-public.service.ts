@@ -23,6 +23,7 @@ import { recordVisitorPage, recordVisitorSession } from '../visitors/visitor.ser
 import { contactForEmail } from '../contacts/contact.service.ts';
 import * as repo from './widget.repository.ts';
 import { botInTransaction } from '../bots/bot.service.ts';
+import { applicableHours, statusOf } from '../hours/hours.service.ts';
 
 type S = components['schemas'];
 
@@ -40,7 +41,7 @@ function hashMatches(secret: string, email: string, given: string): boolean {
 
 // Internal notes are filtered out before; the view hides who answered.
 const forVisitor = (m: Message, files: ReadonlyMap<string, S['Attachment']>): S['Message'] => messageForVisitor(toMessageDto(m, files));
-/** Whether someone can answer now (the team service, from presence): the widget shows its away message if not. */
+/** Whether someone can answer now (routing's availability: online, full seat, under capacity): the widget shows its away message if not. */
 export interface TeamAvailability {
   available(tenantId: string): Promise<boolean>;
 }
@@ -118,8 +119,15 @@ export class WidgetPublicService {
       visitor_id: visitorId,
       visitor_token: token,
       expires_at: new Date(now.getTime() + VISITOR_TOKEN_TTL_SECONDS * 1000).toISOString(),
-      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'], team_available: await this.#team.available(widget.tenant_id) },
+      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'], ...(await this.#availability(widget.tenant_id, now)) },
     };
+  }
+
+  /** Inside business hours and someone available: the bubble offers a chat; outside, it says when hours begin. */
+  async #availability(tenantId: string, now: Date): Promise<{ team_available: boolean; open: boolean; next_open_at: string | null }> {
+    const { hours } = await this.#database.withTenant(tenantId, (trx) => applicableHours(trx, tenantId, null));
+    const { open, next_change_at } = statusOf(hours, now);
+    return { team_available: open && (await this.#team.available(tenantId)), open, next_open_at: open ? null : next_change_at };
   }
 
   async recordPageView(visitor: VisitorPrincipal, input: S['PageViewCreate']): Promise<{ recorded: true }> {

@@ -211,10 +211,15 @@ export class Chat {
       // Storage refused (private mode, a sandbox): the visitor is new on each page.
     }
     this.#apply(session.widget.settings);
-    // Nobody online as the visitor arrives: say so up front, and that writing still works.
+    // Nobody available as the visitor arrives: say so up front, and that writing still works; outside
+    // business hours, also when they begin again (or no bubble at all, if the widget says so).
+    const { team_available: available, open, next_open_at: nextOpen } = session.widget;
     const away = session.widget.settings.away_message ?? 'We are away right now. Leave a message and we will get back to you.';
-    this.#ui.away.textContent = session.widget.team_available ? '' : away;
-    this.#ui.away.hidden = session.widget.team_available;
+    const back = !open && nextOpen ? ` We are back ${new Date(nextOpen).toLocaleString([], { weekday: 'long', hour: 'numeric', minute: '2-digit' })}.` : '';
+    this.#ui.away.textContent = available ? '' : away + back;
+    this.#ui.away.hidden = available;
+    this.#ui.root.dataset.hours = open ? 'open' : 'closed';
+    this.#ui.root.hidden = !open && session.widget.settings.hide_outside_hours === true;
   }
 
   /** A new token for the same visitor (expired, revoked, or a new identity), and the socket on it. */

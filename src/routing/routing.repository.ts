@@ -1,0 +1,142 @@
+import { sql } from 'kysely';
+import type { Tx } from '../db/database.ts';
+import type { RoutingMode } from '../db/schema.ts';
+
+// Every query runs as the request role: row-level security keeps them inside the tenant.
+
+/**
+ * Active full-seat members (of one department, or of the tenant with null), each with their capacity,
+ * their load (assigned conversations not closed) and when they were last given one; with `userIds`, only
+ * those (the ones online).
+ */
+export async function candidates(trx: Tx, departmentId: string | null, options: { userIds?: string[] } = {}) {
+  let members = trx
+    .selectFrom('memberships as m')
+    .select(['m.user_id', 'm.capacity', 'm.last_assigned_at'])
+    .where('m.status', '=', 'active')
+    .where('m.seat', '=', 'full')
+    .orderBy('m.user_id');
+  if (departmentId !== null) {
+    members = members.where((eb) =>
+      eb.exists(eb.selectFrom('department_members as dm').select(sql`1`.as('one')).where('dm.department_id', '=', departmentId).whereRef('dm.user_id', '=', 'm.user_id')),
+    );
+  }
+  if (options.userIds) {
+    if (options.userIds.length === 0) return [];
+    members = members.where('m.user_id', 'in', options.userIds);
+  }
+  const rows = await members.execute();
+  if (rows.length === 0) return [];
+  const loads = await trx
+    .selectFrom('conversations')
+    .select(['assigned_user_id', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('status', '=', 'assigned')
+    .where(
+      'assigned_user_id',
+      'in',
+      rows.map((r) => r.user_id),
+    )
+    .groupBy('assigned_user_id')
+    .execute();
+  const load = new Map(loads.map((l) => [l.assigned_user_id!, Number(l.n)]));
+  return rows.map((r) => ({ ...r, load: load.get(r.user_id) ?? 0 }));
+}
+
+/** Whether anything of the tenant routes (its default or a department is not manual): else the queue waits for people. */
+export async function routingInUse(trx: Tx, tenantId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('tenants as t')
+    .select((eb) =>
+      eb
+        .or([eb('t.routing', '<>', 'manual'), eb.exists(eb.selectFrom('departments as d').select(sql`1`.as('one')).where('d.routing', 'in', ['round_robin', 'least_loaded']))])
+        .as('in_use'),
+    )
+    .where('t.id', '=', tenantId)
+    .executeTakeFirst();
+  return row?.in_use === true;
+}
+
+/** How the tenant routes by default, and where its round robin stands. */
+export async function tenantRouting(trx: Tx, tenantId: string, options: { lock?: boolean } = {}) {
+  let query = trx.selectFrom('tenants').select(['routing', 'round_robin_last_user_id']).where('id', '=', tenantId);
+  // NO KEY: rows inserted meanwhile that refer to the tenant (their foreign keys) do not wait for it.
+  if (options.lock) query = query.forNoKeyUpdate();
+  return query.executeTakeFirstOrThrow();
+}
+
+/** A department's routing (null: the tenant's) and round-robin position; undefined when it is gone. */
+export async function departmentRouting(trx: Tx, departmentId: string, options: { lock?: boolean } = {}) {
+  let query = trx.selectFrom('departments').select(['routing', 'round_robin_last_user_id', 'return_after_minutes']).where('id', '=', departmentId);
+  if (options.lock) query = query.forNoKeyUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function setTenantRouting(trx: Tx, tenantId: string, changes: { routing?: RoutingMode; round_robin_last_user_id?: string | null }) {
+  await trx.updateTable('tenants').set(changes).where('id', '=', tenantId).execute();
+}
+
+export async function setDepartmentRouting(
+  trx: Tx,
+  departmentId: string,
+  changes: { routing?: RoutingMode | null; round_robin_last_user_id?: string | null; return_after_minutes?: number | null },
+): Promise<boolean> {
+  const result = await trx.updateTable('departments').set(changes).where('id', '=', departmentId).executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function setCapacity(trx: Tx, userId: string, capacity: number | null): Promise<boolean> {
+  const result = await trx.updateTable('memberships').set({ capacity }).where('user_id', '=', userId).where('status', '=', 'active').executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/**
+ * The queue's head: conversations open, unassigned and not with a bot, oldest first, locked; those
+ * another giver holds are skipped rather than waited for (it is giving them out).
+ */
+export async function lockQueued(trx: Tx, limit: number, after?: { created_at: Date; id: string }) {
+  let query = trx
+    .selectFrom('conversations')
+    .select(['id', 'department_id', 'created_at'])
+    .where('status', '=', 'open')
+    .where('assigned_user_id', 'is', null)
+    .where('bot_state', '<>', 'active');
+  if (after) query = query.where((eb) => eb.or([eb('created_at', '>', after.created_at), eb.and([eb('created_at', '=', after.created_at), eb('id', '>', after.id)])]));
+  return query
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/**
+ * Gives a queued conversation (locked by lockQueued) to a member, and stamps the member's last assignment
+ * (locking their row until the giving commits).
+ */
+export async function assign(trx: Tx, conversationId: string, userId: string, now: Date): Promise<void> {
+  await trx.updateTable('conversations').set({ status: 'assigned', assigned_user_id: userId, updated_at: now }).where('id', '=', conversationId).execute();
+  await trx.updateTable('memberships').set({ last_assigned_at: now }).where('user_id', '=', userId).execute();
+}
+
+/** Queue positions (1 = next) of open unassigned conversations, by created_at. */
+export async function queuePosition(trx: Tx, conversationId: string): Promise<number | null> {
+  const row = await trx
+    .selectFrom('conversations as c')
+    .select((eb) =>
+      eb
+        .selectFrom('conversations as q')
+        .select(eb.fn.countAll<string>().as('n'))
+        .where('q.status', '=', 'open')
+        .where('q.assigned_user_id', 'is', null)
+        .where('q.bot_state', '<>', 'active')
+        .where((w) => w.or([w('q.created_at', '<', w.ref('c.created_at')), w.and([w('q.created_at', '=', w.ref('c.created_at')), w('q.id', '<=', w.ref('c.id'))])]))
+        .as('position'),
+    )
+    .where('c.id', '=', conversationId)
+    .where('c.status', '=', 'open')
+    .where('c.assigned_user_id', 'is', null)
+    .where('c.bot_state', '<>', 'active')
+    .executeTakeFirst();
+  return row ? Number(row.position) : null;
+}

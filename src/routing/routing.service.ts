@@ -1,0 +1,151 @@
+import type { Database, Tx } from '../db/database.ts';
+import type { RoutingMode } from '../db/schema.ts';
+import type { EventBus } from '../events/bus.ts';
+import { type Emit, inTenantTransaction, type StoredEvent } from '../events/outbox.ts';
+import type { PresenceStore } from '../presence/presence.ts';
+import { type Candidate, pick } from './pick.ts';
+import * as repo from './routing.repository.ts';
+
+/** Conversations looked at per transaction while giving out the queue. */
+const BATCH = 50;
+
+// What makes the queue worth a look: a conversation that may now wait in it, or an agent with room again.
+const WAKING_EVENTS = new Set(['conversation.created', 'conversation.closed', 'conversation.reopened', 'conversation.handed_off']);
+/** An assignment wakes routing when it takes a conversation from someone (they have room) or puts one back. */
+const wakes = (e: StoredEvent['envelope']) =>
+  WAKING_EVENTS.has(e.type) ||
+  (e.type === 'conversation.assigned' && ((e.data as { previous_assigned_user_id: string | null }).previous_assigned_user_id !== null || (e.data as { assigned_user_id: string | null }).assigned_user_id === null));
+
+/**
+ * Routing (DESIGN 17): gives queued conversations (open, unassigned, not with a bot), oldest first, to
+ * available agents (active full seat, online, under capacity) by the department's mode or the tenant's.
+ * Each run holds the tenant's row (FOR NO KEY UPDATE, which inserts referring to the tenant do not wait
+ * for), so the runs of one tenant, on any instance, follow one another: no agent is picked by two at once,
+ * the round-robin position read is the one last written, and a run that starts after a commit sees it.
+ */
+export class RoutingService {
+  readonly #database: Database;
+  readonly #bus: EventBus;
+  readonly #presence: PresenceStore;
+  /** Per tenant: the run in flight, and whether another must follow it (something happened meanwhile). */
+  readonly #runs = new Map<string, { again: boolean; done: Promise<void> }>();
+  #stopped = false;
+  readonly #unsubscribe: () => void;
+
+  constructor(deps: { database: Database; bus: EventBus; presence: PresenceStore }) {
+    this.#database = deps.database;
+    this.#bus = deps.bus;
+    this.#presence = deps.presence;
+    this.#unsubscribe = this.#bus.subscribe((events) => {
+      const tenants = new Set(events.filter((e) => wakes(e.envelope)).map((e) => e.envelope.tenant_id));
+      for (const tenantId of tenants) void this.wake(tenantId);
+    });
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#unsubscribe();
+  }
+
+  /** Gives out the tenant's queue soon; runs coalesce, so a burst of wake-ups costs one or two runs. Never rejects. */
+  wake(tenantId: string): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    const running = this.#runs.get(tenantId);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const state = { again: false, done: Promise.resolve() };
+    state.done = (async () => {
+      try {
+        do {
+          state.again = false;
+          await this.dispatch(tenantId).catch(() => undefined);
+        } while (state.again && !this.#stopped);
+      } finally {
+        this.#runs.delete(tenantId);
+      }
+    })();
+    this.#runs.set(tenantId, state);
+    return state.done;
+  }
+
+  /** Whether someone can answer now: an active full-seat member online with room under their capacity. */
+  async available(tenantId: string): Promise<boolean> {
+    const members = await this.#database.withTenant(tenantId, (trx) => repo.candidates(trx, null));
+    const withRoom = members.filter((m) => m.capacity === null || m.load < m.capacity);
+    if (withRoom.length === 0) return false;
+    const presence = await this.#presence.presenceOf(tenantId, withRoom.map((m) => m.user_id));
+    return withRoom.some((m) => presence.get(m.user_id) === 'online');
+  }
+
+  /** One pass over the queue; answers how many conversations it gave out. */
+  async dispatch(tenantId: string): Promise<number> {
+    const members = await this.#database.withTenant(tenantId, async (trx) => ((await repo.routingInUse(trx, tenantId)) ? repo.candidates(trx, null) : []));
+    if (members.length === 0) return 0;
+    const presence = await this.#presence.presenceOf(tenantId, members.map((m) => m.user_id));
+    const online = members.map((m) => m.user_id).filter((id) => presence.get(id) === 'online');
+    if (online.length === 0) return 0;
+    let total = 0;
+    let after: { created_at: Date; id: string } | undefined;
+    for (;;) {
+      const { given, last } = await inTenantTransaction(this.#database, this.#bus, tenantId, (trx, emit) => this.#giveOut(trx, emit, tenantId, online, after));
+      total += given;
+      if (!last || this.#stopped) return total;
+      after = last;
+    }
+  }
+
+  /** One batch of the queue from `after`; answers how many it gave out, and where the next batch starts (none: the queue ended). */
+  async #giveOut(
+    trx: Tx,
+    emit: Emit,
+    tenantId: string,
+    online: string[],
+    after: { created_at: Date; id: string } | undefined,
+  ): Promise<{ given: number; last: { created_at: Date; id: string } | undefined }> {
+    const tenant = await repo.tenantRouting(trx, tenantId, { lock: true });
+    const queued = await repo.lockQueued(trx, BATCH, after);
+    let given = 0;
+    let lastOfTenant = tenant.round_robin_last_user_id;
+    const departments = new Map<string, { routing: RoutingMode | null; last: string | null } | null>();
+    for (const conversation of queued) {
+      let mode: RoutingMode = tenant.routing;
+      let last = lastOfTenant;
+      let department: { routing: RoutingMode | null; last: string | null } | null = null;
+      if (conversation.department_id !== null) {
+        if (!departments.has(conversation.department_id)) {
+          const row = await repo.departmentRouting(trx, conversation.department_id, { lock: true });
+          departments.set(conversation.department_id, row ? { routing: row.routing, last: row.round_robin_last_user_id } : null);
+        }
+        department = departments.get(conversation.department_id) ?? null;
+        if (department?.routing) {
+          mode = department.routing;
+          last = department.last;
+        }
+      }
+      if (mode === 'manual') continue;
+      const candidates: Candidate[] = await repo.candidates(trx, conversation.department_id, { userIds: online });
+      const chosen = pick(mode, candidates, last);
+      if (!chosen) continue;
+      const now = new Date();
+      await repo.assign(trx, conversation.id, chosen, now);
+      if (mode === 'round_robin') {
+        if (department?.routing) {
+          department.last = chosen;
+          await repo.setDepartmentRouting(trx, conversation.department_id!, { round_robin_last_user_id: chosen });
+        } else {
+          lastOfTenant = chosen;
+          await repo.setTenantRouting(trx, tenantId, { round_robin_last_user_id: chosen });
+        }
+      }
+      await emit(
+        'conversation.assigned',
+        { conversation_id: conversation.id, assigned_user_id: chosen, previous_assigned_user_id: null, by: 'routing' },
+        { conversationId: conversation.id, internal: true, recipients: [chosen] },
+      );
+      given++;
+    }
+    return { given, last: queued.length === BATCH ? queued.at(-1) : undefined };
+  }
+}
