@@ -950,6 +950,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/departments/{id}/routing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        /** A department's routing and return timer */
+        get: operations["getDepartmentRouting"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a department's routing or return timer
+         * @description `routing` null follows the tenant's; `return_after_minutes` null turns the return timer off.
+         */
+        patch: operations["updateDepartmentRouting"];
+        trace?: never;
+    };
     "/v1/domains": {
         parameters: {
             query?: never;
@@ -1169,6 +1193,55 @@ export interface paths {
          * @description Keeps a read mark per reader (member or API key) and emits message.read.
          */
         post: operations["markConversationRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/routing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's default routing
+         * @description How new, reopened and handed-off conversations without a department (or whose department follows the
+         *     tenant) are given out: `manual` (they wait for someone to take them), `round_robin` or `least_loaded`
+         *     over available agents. See docs/hours-and-routing.md.
+         */
+        get: operations["getRouting"];
+        /**
+         * Set the tenant's default routing
+         * @description Queued conversations are given out at once when routing starts.
+         */
+        put: operations["putRouting"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/routing/capacities/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set how many open conversations routing gives a member at most
+         * @description `capacity` null is no limit; the default is 5. A member of another tenant, or none, is 422 ERR_USER_NOT_IN_TENANT.
+         */
+        put: operations["putRoutingCapacity"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2436,6 +2509,17 @@ export interface components {
             data: components["schemas"]["Department"][];
             pagination: components["schemas"]["Pagination"];
         };
+        DepartmentRouting: {
+            effective_routing: components["schemas"]["RoutingMode"];
+            /** @description Minutes an assigned conversation's oldest unanswered visitor message may wait before it goes back to routing; null is off */
+            return_after_minutes: number | null;
+            /** @description The department's own routing; null follows the tenant's */
+            routing: components["schemas"]["RoutingMode"] | null;
+        };
+        DepartmentRoutingUpdate: {
+            return_after_minutes?: number | null;
+            routing?: components["schemas"]["RoutingMode"] | null;
+        };
         DepartmentUpdate: {
             description?: string;
             name?: string;
@@ -2826,6 +2910,24 @@ export interface components {
         };
         /** @enum {string} */
         Role: "owner" | "admin" | "agent";
+        RoutingCapacity: {
+            capacity: number | null;
+            user_id: components["schemas"]["UserId"];
+        };
+        RoutingCapacityUpdate: {
+            /** @description Open conversations routing gives the member at most; null is no limit */
+            capacity: number | null;
+        };
+        /**
+         * @description `manual`: conversations wait until someone takes them. `round_robin`: the next available agent after
+         *     the last one given one, in a fixed order. `least_loaded`: the available agent with the fewest open
+         *     conversations, ties to whoever waited longest since their last.
+         * @enum {string}
+         */
+        RoutingMode: "manual" | "round_robin" | "least_loaded";
+        RoutingSettings: {
+            routing: components["schemas"]["RoutingMode"];
+        };
         /** @enum {string} */
         Seat: "full" | "lite";
         /** @enum {string} */
@@ -7195,6 +7297,94 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getDepartmentRouting: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The department's routing */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "routing": null,
+                     *       "effective_routing": "least_loaded",
+                     *       "return_after_minutes": 15
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DepartmentRouting"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DepartmentNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateDepartmentRouting: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Department identifier */
+                id: components["parameters"]["DepartmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "routing": "round_robin",
+                 *       "return_after_minutes": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["DepartmentRoutingUpdate"];
+            };
+        };
+        responses: {
+            /** @description The department's routing as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "routing": "round_robin",
+                     *       "effective_routing": "round_robin",
+                     *       "return_after_minutes": 10
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DepartmentRouting"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DepartmentNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listDomains: {
         parameters: {
             query: {
@@ -7712,6 +7902,128 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["MessageNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRouting: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The default routing */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "routing": "least_loaded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RoutingSettings"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putRouting: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "routing": "round_robin"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RoutingSettings"];
+            };
+        };
+        responses: {
+            /** @description The default routing as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "routing": "round_robin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RoutingSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putRoutingCapacity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User identifier */
+                userId: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "capacity": 8
+                 *     }
+                 */
+                "application/json": components["schemas"]["RoutingCapacityUpdate"];
+            };
+        };
+        responses: {
+            /** @description The member's capacity as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *       "capacity": 8
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RoutingCapacity"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["DepartmentUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9991,9 +10303,11 @@ export interface credentials {
     getConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getDepartment: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getDepartmentBusinessHours: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    getDepartmentRouting: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getHealth: Record<string, never>;
     getReady: Record<string, never>;
+    getRouting: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getVisitor: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -10026,6 +10340,8 @@ export interface credentials {
     markConversationRead: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     putBusinessHours: securitySchemes['bearerAuth'];
     putDepartmentBusinessHours: securitySchemes['bearerAuth'];
+    putRouting: securitySchemes['bearerAuth'];
+    putRoutingCapacity: securitySchemes['bearerAuth'];
     receiveBillingWebhook: Record<string, never>;
     recordPageView: securitySchemes['visitorAuth'];
     redeliverWebhookDelivery: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -10054,6 +10370,7 @@ export interface credentials {
     updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateDepartment: securitySchemes['bearerAuth'];
+    updateDepartmentRouting: securitySchemes['bearerAuth'];
     updateTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateTenantMember: securitySchemes['bearerAuth'];
     updateWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);

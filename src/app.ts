@@ -24,6 +24,7 @@ import { ConversationService } from './conversations/conversation.service.ts';
 import { departmentHandlers } from './departments/department.handlers.ts';
 import { hoursHandlers } from './hours/hours.handlers.ts';
 import { HoursService } from './hours/hours.service.ts';
+import { routingHandlers } from './routing/routing.handlers.ts';
 import { RoutingService } from './routing/routing.service.ts';
 import { fileHandlers } from './files/file.handlers.ts';
 import { defaultFileDeps, FileService } from './files/file.service.ts';
@@ -188,6 +189,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...tenantHandlers(services.tenants),
     ...departmentHandlers(services.departments),
     ...hoursHandlers(services.hours),
+    ...routingHandlers(services.routing),
     ...apiKeyHandlers(services.apiKeys),
     ...conversationHandlers(services.conversations),
     ...messageHandlers(services.messages),

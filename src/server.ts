@@ -7,6 +7,7 @@ import { EventBus } from './events/bus.ts';
 import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
 import { RealtimeGateway } from './realtime/gateway.ts';
 import { MemoryPresenceTracker, RedisPresenceTracker } from './realtime/presence-tracker.ts';
+import { RoutingPresence } from './routing/presence-wakeup.ts';
 import { MemoryTicketStore, RedisTicketStore } from './realtime/tickets.ts';
 import { PasswordHasher } from './auth/password.ts';
 import { TokenService } from './auth/tokens.ts';
@@ -87,7 +88,8 @@ export async function startService(config: Config): Promise<RunningService> {
   const onSubscriberError = errorLogger(logger, 'redis subscriber error');
   const bus = new EventBus();
   const metrics = new Metrics({ processMetrics: true, queueCacheMs: config.metricsQueueCacheMs });
-  const presence = redis ? new RedisPresenceTracker(redis) : new MemoryPresenceTracker();
+  // A member coming online wakes routing: their tenant's queue may have someone to go to now.
+  const presence = new RoutingPresence(redis ? new RedisPresenceTracker(redis) : new MemoryPresenceTracker());
   const tickets = redis ? new RedisTicketStore(redis) : new MemoryTicketStore();
   const fanout = redis ? await RedisFanout.create(redis, { pollMs: config.redisDownPollMs, onError: onSubscriberError }) : new LocalFanout();
   const sessions = new SessionCache(redis ? await RedisSessionChanges.create(redis, onSubscriberError) : new LocalSessionChanges(), config.sessionCacheMs);
@@ -108,6 +110,8 @@ export async function startService(config: Config): Promise<RunningService> {
     metrics,
     ...(redis ? { rateLimitStore: resilientStoreFactory((...args: string[]) => redis.run((client) => client.sendCommand(args))), redis } : {}),
   });
+
+  presence.onMemberOnline((tenantId) => void services.routing.wake(tenantId));
 
   const server = config.tls
     ? createTlsServer({ cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }, app)

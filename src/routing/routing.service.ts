@@ -2,9 +2,21 @@ import type { Database, Tx } from '../db/database.ts';
 import type { RoutingMode } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction, type StoredEvent } from '../events/outbox.ts';
+import type { components } from '../../generated/api.ts';
 import type { PresenceStore } from '../presence/presence.ts';
+import { AppError, notFound } from '../shared/errors.ts';
+import type { Principal } from '../shared/principal.ts';
 import { type Candidate, pick } from './pick.ts';
 import * as repo from './routing.repository.ts';
+
+type S = components['schemas'];
+
+async function departmentRoutingOf(trx: Tx, tenantId: string, departmentId: string): Promise<S['DepartmentRouting']> {
+  const department = await repo.departmentRouting(trx, departmentId);
+  if (!department) throw notFound('Department');
+  const tenant = await repo.tenantRouting(trx, tenantId);
+  return { routing: department.routing, effective_routing: department.routing ?? tenant.routing, return_after_minutes: department.return_after_minutes };
+}
 
 /** Conversations looked at per transaction while giving out the queue. */
 const BATCH = 50;
@@ -68,6 +80,41 @@ export class RoutingService {
     })();
     this.#runs.set(tenantId, state);
     return state.done;
+  }
+
+  // ---- Settings ---------------------------------------------------------------------------------
+  // A change that may let routing give something out wakes it once committed.
+
+  async getSettings(principal: Principal): Promise<S['RoutingSettings']> {
+    const row = await this.#database.withTenant(principal.tenantId, (trx) => repo.tenantRouting(trx, principal.tenantId));
+    return { routing: row.routing };
+  }
+
+  async putSettings(principal: Principal, input: S['RoutingSettings']): Promise<S['RoutingSettings']> {
+    await this.#database.withTenant(principal.tenantId, (trx) => repo.setTenantRouting(trx, principal.tenantId, { routing: input.routing }));
+    void this.wake(principal.tenantId);
+    return { routing: input.routing };
+  }
+
+  async putCapacity(principal: Principal, userRef: string, input: S['RoutingCapacityUpdate']): Promise<S['RoutingCapacity']> {
+    const userId = userRef.startsWith('usr_') ? userRef : `usr_${userRef}`;
+    const updated = await this.#database.withTenant(principal.tenantId, (trx) => repo.setCapacity(trx, userId, input.capacity));
+    if (!updated) throw new AppError('ERR_USER_NOT_IN_TENANT', 'The person is not an active member of the team');
+    void this.wake(principal.tenantId);
+    return { user_id: userId, capacity: input.capacity };
+  }
+
+  async getDepartment(principal: Principal, departmentId: string): Promise<S['DepartmentRouting']> {
+    return this.#database.withTenant(principal.tenantId, (trx) => departmentRoutingOf(trx, principal.tenantId, departmentId));
+  }
+
+  async updateDepartment(principal: Principal, departmentId: string, input: S['DepartmentRoutingUpdate']): Promise<S['DepartmentRouting']> {
+    const answer = await this.#database.withTenant(principal.tenantId, async (trx) => {
+      if (!(await repo.setDepartmentRouting(trx, departmentId, input))) throw notFound('Department');
+      return departmentRoutingOf(trx, principal.tenantId, departmentId);
+    });
+    void this.wake(principal.tenantId);
+    return answer;
   }
 
   /** Whether someone can answer now: an active full-seat member online with room under their capacity. */
