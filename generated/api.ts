@@ -3468,7 +3468,9 @@ export interface components {
          * @description Holds when `field` compares to `value` by `operator`. Fields: `conversation.widget_id`,
          *     `conversation.department_id`, `conversation.priority`, `conversation.status`, `conversation.assigned`
          *     (true or false), `contact.email`, `contact.custom_attributes.<key>`, `message.content`,
-         *     `message.sender_type` (`message.*` only on the message.created trigger). `in`/`not_in` take a list,
+         *     `message.sender_type` (`message.*` only on the message.created trigger), `conversation.business_hours`
+         *     (`open` or `closed`: inside or outside the hours of the conversation's department, or the tenant's,
+         *     when the event happened). `in`/`not_in` take a list,
          *     `is_set`/`is_not_set` no value, `contains`/`not_contains` a string (case-insensitive). Values are read
          *     when the run starts, after the change has committed.
          */

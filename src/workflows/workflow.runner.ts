@@ -8,14 +8,15 @@ import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
 import { FeedConsumer } from '../events/feed-consumer.ts';
+import { applicableHours, statusOf } from '../hours/hours.service.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { visitorTranscript } from '../messages/message.service.ts';
-import { envelopeOf } from '../realtime/views.ts';
+import { envelopeOf } from '../events/envelope.ts';
 import { AppError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { type Transport, createTransport, signedHeaders } from '../webhooks/webhook.transport.ts';
+import { type Transport, createTransport, signedHeaders } from '../delivery/transport.ts';
 import { transcriptMail } from './transcript.ts';
 import * as repo from './workflow.repository.ts';
 import type { StoredOutcome } from './workflow.service.ts';
@@ -310,7 +311,13 @@ export class WorkflowRunner {
     const conversation = run.conversation_id ? await this.#o.conversations.forWorkflow(trx, run.conversation_id) : undefined;
     const contact = conversation?.contact_id ? await contactInTransaction(trx, conversation.contact_id) : undefined;
     const message = event.type === 'message.created' ? event.data.message : undefined;
-    return conditions.every((c) => conditionHolds(c, fieldValue(c.field, { conversation, contact, message })));
+    // Inside or outside the hours of the conversation's department (or the tenant's) when the event happened.
+    let hours: 'open' | 'closed' | undefined;
+    if (conditions.some((c) => c.field === 'conversation.business_hours')) {
+      const applicable = await applicableHours(trx, run.tenant_id, conversation?.department_id ?? null).catch(() => applicableHours(trx, run.tenant_id, null));
+      hours = statusOf(applicable.hours, new Date(event.created_at)).open ? 'open' : 'closed';
+    }
+    return conditions.every((c) => conditionHolds(c, fieldValue(c.field, { conversation, contact, message, hours })));
   }
 
   /** An action that changes the conversation, in the run's transaction; answers a detail worth keeping. */
@@ -411,10 +418,12 @@ function triggers(workflow: { trigger_type: string; trigger: Record<string, unkn
   return true;
 }
 
-type Context = { conversation: S['Conversation'] | undefined; contact: S['Contact'] | undefined; message: S['Message'] | undefined };
+type Context = { conversation: S['Conversation'] | undefined; contact: S['Contact'] | undefined; message: S['Message'] | undefined; hours?: 'open' | 'closed' | undefined };
 
-export function fieldValue(field: string, { conversation, contact, message }: Context): unknown {
+export function fieldValue(field: string, { conversation, contact, message, hours }: Context): unknown {
   switch (field) {
+    case 'conversation.business_hours':
+      return hours ?? null;
     case 'conversation.widget_id':
       return conversation?.widget_id ?? null;
     case 'conversation.department_id':

@@ -56,6 +56,7 @@ const KNOWN_VALUES: Record<string, string[]> = {
   'conversation.priority': PRIORITIES,
   'conversation.status': STATUSES,
   'message.sender_type': SENDER_TYPES,
+  'conversation.business_hours': ['open', 'closed'],
 };
 
 type FieldError = { field: string; message: string };
