@@ -32,7 +32,7 @@ export default tseslint.config(
         'error',
         {
           srcDir,
-          shared: ['shared', 'db', 'events'],
+          shared: ['shared', 'db', 'events', 'delivery', 'redis'],
           // Debt, not precedent: each should go through the other feature's service. Remove, never add.
           allowedRepositoryImports: [
             'auth/auth.service.ts -> tenants/tenant.repository.ts',

@@ -6,7 +6,7 @@ import request from 'supertest';
 import { buildApp } from '../src/app.ts';
 import { createLlmClient } from '../src/bots/llm.client.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
-import { type Resolver, addressRefusal, createTransport } from '../src/webhooks/webhook.transport.ts';
+import { type Resolver, addressRefusal, createTransport } from '../src/delivery/transport.ts';
 import { createTenant } from './support/factories.ts';
 import { TEST_CONFIG, getHarness } from './support/harness.ts';
 import { expectProblem } from './support/problem.ts';

@@ -18,7 +18,7 @@ import { claimDueDeliveries } from '../src/webhooks/webhook.repository.ts';
 import { RedisFeedWakeups } from '../src/events/wakeups.ts';
 import { openRedis } from '../src/redis/link.ts';
 import { urlRefusal } from '../src/webhooks/webhook.service.ts';
-import { AddressRefused, type Resolver, addressRefusal, createTransport, filteringLookup, signature } from '../src/webhooks/webhook.transport.ts';
+import { AddressRefused, type Resolver, addressRefusal, createTransport, filteringLookup, signature } from '../src/delivery/transport.ts';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
 import { testDispatcher } from './support/dispatcher.ts';
@@ -536,7 +536,7 @@ describe('webhooks', () => {
         expect(seen).to.deep.equal([]);
         // A process that trusts it (NODE_EXTRA_CA_CERTS, read at its start) delivers.
         const script = `
-          import { createTransport, signedHeaders } from ${JSON.stringify(new URL('../src/webhooks/webhook.transport.ts', import.meta.url).href)};
+          import { createTransport, signedHeaders } from ${JSON.stringify(new URL('../src/delivery/transport.ts', import.meta.url).href)};
           const transport = createTransport({ allowPrivate: true, timeoutMs: 5000 });
           const outcome = await transport.post(${JSON.stringify(url)}, signedHeaders('evt_1', '{}', ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']), '{}');
           transport.close();

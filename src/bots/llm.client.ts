@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { type Resolver, addressRefusal, filteringLookup } from '../webhooks/webhook.transport.ts';
+import { type Resolver, addressRefusal, filteringLookup } from '../delivery/transport.ts';
 
 // The built-in `llm` bot's call: one OpenAI-compatible chat completion. Any failure is an answer too
 // (the bot hands off), so this never throws.

@@ -1,11 +1,8 @@
+import { envelopeOf } from '../events/envelope.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
 import { VISITOR_EVENT_TYPES, eventDataForVisitor } from '../events/visitor-view.ts';
 import type { Connection } from './connection.ts';
 import { type OutgoingFrame, outgoingFrame } from './wire.ts';
-
-/** The envelope of a stored event, exactly as on the events feed. */
-export const envelopeOf = (row: FeedRow, data: unknown): string =>
-  JSON.stringify({ id: row.id, type: row.type, tenant_id: row.tenant_id, created_at: row.created_at.toISOString(), data });
 
 /**
  * The frame a connection gets for a stored event, or null when the event is not for it. Each view (member

@@ -7,11 +7,11 @@ import { FeedConsumer } from '../events/feed-consumer.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
-import { envelopeOf } from '../realtime/views.ts';
+import { envelopeOf } from '../events/envelope.ts';
 import { newId } from '../shared/ids.ts';
 import * as repo from './webhook.repository.ts';
 import type { RedisFeedWakeups } from '../events/wakeups.ts';
-import { type PostOutcome, type Transport, createTransport, signedHeaders } from './webhook.transport.ts';
+import { type PostOutcome, type Transport, createTransport, signedHeaders } from '../delivery/transport.ts';
 import type { TenantInterest } from '../events/tenant-interest.ts';
 
 export const DEFAULT_RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000];

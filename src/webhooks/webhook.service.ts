@@ -9,7 +9,7 @@ import { newId } from '../shared/ids.ts';
 import { pageOf } from '../shared/pagination.ts';
 import type { Principal } from '../shared/principal.ts';
 import * as repo from './webhook.repository.ts';
-import { addressRefusal } from './webhook.transport.ts';
+import { addressRefusal } from '../delivery/transport.ts';
 
 type S = components['schemas'];
 

@@ -9,7 +9,7 @@ import request from 'supertest';
 import { buildApp } from '../../src/app.ts';
 import { EventBus } from '../../src/events/bus.ts';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher.ts';
-import { type Transport, createTransport } from '../../src/webhooks/webhook.transport.ts';
+import { type Transport, createTransport } from '../../src/delivery/transport.ts';
 import { createConversation, createTenant } from '../support/factories.ts';
 import { getHarness, openExtraDatabase } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
