@@ -135,10 +135,22 @@ function startCluster(bin: string, data: string, port: number, socketDir: string
   return readPid(join(data, 'postmaster.pid'));
 }
 
+/** PgBouncer's version, as [major, minor]. */
+function pgbouncerVersion(): [number, number] {
+  const match = /PgBouncer (\d+)\.(\d+)/.exec(run('pgbouncer', ['--version']));
+  return match ? [Number(match[1]), Number(match[2])] : [0, 0];
+}
+
+/** 1.21 keeps prepared statements across server connections in transaction mode (max_prepared_statements). */
+const keepsPrepared = () => {
+  const [major, minor] = pgbouncerVersion();
+  return major > 1 || (major === 1 && minor >= 21);
+};
+
 function writePooler(state: StackState, target: 'primary' | 'standby'): string {
   const dir = join(state.dir, 'pgbouncer');
   const ini = join(dir, 'pgbouncer.ini');
-  writeFileSync(ini, pgbouncerIni({ listen: '127.0.0.1', port: state.pooler.port, target: { host: '127.0.0.1', port: state[target].port }, dir, files: true, authType: 'trust' }));
+  writeFileSync(ini, pgbouncerIni({ listen: '127.0.0.1', port: state.pooler.port, target: { host: '127.0.0.1', port: state[target].port }, dir, files: true, authType: 'trust', maxPreparedStatements: keepsPrepared() ? 200 : 0 }));
   own(ini);
   state.pooler.target = target;
   return ini;
@@ -223,7 +235,7 @@ export async function startStack(dir: string): Promise<StackState> {
         PORT: String(instancePort),
         DATABASE_URL: `postgres://chat_owner@127.0.0.1:${state.pooler.port}/chat`,
         DATABASE_POOL_MAX: '10',
-        DATABASE_NAMED_STATEMENTS: NAMED_STATEMENTS,
+        DATABASE_NAMED_STATEMENTS: keepsPrepared() ? 'true' : NAMED_STATEMENTS,
         REDIS_URL: `redis://127.0.0.1:${state.redis.port}`,
         JWT_SECRET: jwtSecret,
         METRICS_TOKEN: process.env.METRICS_TOKEN ?? '',
@@ -310,14 +322,16 @@ export async function stopStack(dir: string): Promise<void> {
 
 /**
  * The standby takes over: promoted, PgBouncer pointed at it and reloaded (SIGHUP; its clients stay
- * connected). Stop the old primary first when it still runs, so nothing writes to both.
+ * connected). The old primary is stopped first when it still runs, so nothing writes to both.
  */
 export async function failover(dir: string): Promise<StackState> {
   const state = readState(dir);
   if (!state) throw new Error(`no stack in ${dir}`);
   if (state.pooler.target === 'standby') throw new Error('the standby was promoted already');
   const bin = pgBin();
-  if (alive(state.primary.pid)) run(join(bin, 'pg_ctl'), ['-D', state.primary.data, '-m', 'immediate', '-w', 'stop'], { asPostgres: true });
+  // A fast shutdown sends the standby all the WAL it has before the primary exits: nothing committed is
+  // lost. A primary that crashed instead may have acknowledged commits the (asynchronous) standby never got.
+  if (alive(state.primary.pid)) run(join(bin, 'pg_ctl'), ['-D', state.primary.data, '-m', 'fast', '-w', '-t', '30', 'stop'], { asPostgres: true });
   run(join(bin, 'pg_ctl'), ['-D', state.standby.data, '-w', '-t', '60', 'promote'], { asPostgres: true });
   writePooler(state, 'standby');
   process.kill(state.pooler.pid!, 'SIGHUP');
