@@ -2263,10 +2263,12 @@ export interface components {
         ConversationAssignedData: {
             assigned_user_id: string | null;
             /**
-             * @description Present when routing gave the conversation out (docs/hours-and-routing.md); absent for a member's or an integration's assignment
+             * @description `routing`: routing gave the conversation out. `return_timer`: the department's return timer took it
+             *     from `previous_assigned_user_id` (who receives this event) back to the queue. Absent for a member's
+             *     or an integration's assignment. See docs/hours-and-routing.md.
              * @enum {string}
              */
-            by?: "routing";
+            by?: "routing" | "return_timer";
             conversation_id: components["schemas"]["ConversationId"];
             previous_assigned_user_id: string | null;
         };

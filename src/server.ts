@@ -8,6 +8,7 @@ import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
 import { RealtimeGateway } from './realtime/gateway.ts';
 import { MemoryPresenceTracker, RedisPresenceTracker } from './realtime/presence-tracker.ts';
 import { RoutingPresence } from './routing/presence-wakeup.ts';
+import { returnTimerJob } from './routing/routing.service.ts';
 import { MemoryTicketStore, RedisTicketStore } from './realtime/tickets.ts';
 import { PasswordHasher } from './auth/password.ts';
 import { TokenService } from './auth/tokens.ts';
@@ -157,6 +158,8 @@ export async function startService(config: Config): Promise<RunningService> {
       orphanFileJob(storage, { intervalMs: config.retention.intervalMs, ageMs: config.fileOrphanMs }),
       // Idle conversations are looked for every minute: an idle workflow fires within about a minute and a half.
       idleJob({ bus, intervalMs: 60_000 }),
+      // Return timers are looked at every 30 seconds: a conversation moves within half a minute of its expiry.
+      returnTimerJob(services.routing, 30_000),
     ],
   });
   scheduler.start();

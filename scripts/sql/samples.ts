@@ -224,6 +224,9 @@ export const samples: Record<string, Record<string, unknown>> = {
     lockQueued: { cases: { head: [50], 'after a row': [50, { created_at: NOW, id: 'conv' }] } },
     assign: ['conv', 'usr', NOW],
     queuePosition: ['conv'],
+    expiredAssignments: [100],
+    lockExpired: ['conv'],
+    returnToQueue: ['conv', 'usr', NOW],
   }),
   'hours/hours.repository.ts': of<typeof hours>({
     tenantHours: ['tn'],

@@ -22,6 +22,8 @@ select
   "message_count",
   "bot_id",
   "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id",
   conversations.message_count - coalesce(
     (
       select
@@ -80,7 +82,9 @@ select
   "closed_at",
   "message_count",
   "bot_id",
-  "last_visitor_message_at"
+  "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id"
 from
   "conversations"
 where
@@ -167,6 +171,8 @@ select
   "message_count",
   "bot_id",
   "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id",
   conversations.message_count - coalesce(
     (
       select
@@ -231,6 +237,8 @@ select
   "message_count",
   "bot_id",
   "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id",
   conversations.message_count - coalesce(
     (
       select
@@ -307,6 +315,8 @@ select
   "message_count",
   "bot_id",
   "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id",
   conversations.message_count - coalesce(
     (
       select

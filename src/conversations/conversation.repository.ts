@@ -48,6 +48,8 @@ const CONVERSATION_COLUMNS = allColumns<ConversationsTable>()([
   'message_count',
   'bot_id',
   'last_visitor_message_at',
+  'assigned_at',
+  'returned_from_user_id',
 ]);
 
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};

@@ -218,6 +218,10 @@ export interface ConversationsTable {
   bot_id: string | null;
   /** conversation.idle counts from here (or created_at when the visitor never wrote). */
   last_visitor_message_at: Date | null;
+  /** When the current assignee got it (a trigger keeps it); the return timer counts from here at the earliest. */
+  assigned_at: ColumnType<Date | null, never, never>;
+  /** The member the return timer took it from: routing gives it to someone else. */
+  returned_from_user_id: string | null;
 }
 
 /**

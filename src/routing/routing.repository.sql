@@ -144,7 +144,8 @@ where
 select
   "id",
   "department_id",
-  "created_at"
+  "created_at",
+  "returned_from_user_id"
 from
   "conversations"
 where
@@ -163,7 +164,8 @@ for update
 select
   "id",
   "department_id",
-  "created_at"
+  "created_at",
+  "returned_from_user_id"
 from
   "conversations"
 where
@@ -227,3 +229,95 @@ where
   and "c"."status" = $4
   and "c"."assigned_user_id" is null
   and "c"."bot_state" <> $5;
+
+-- routing.expiredAssignments
+select
+  "c"."id",
+  "c"."tenant_id"
+from
+  "conversations" as "c"
+  inner join "departments" as "d" on "d"."id" = "c"."department_id"
+where
+  "c"."status" = $1
+  and "d"."return_after_minutes" is not null
+  and c.status = 'assigned'
+  and d.return_after_minutes is not null
+  and exists (
+    select
+      1
+    from
+      messages m
+    where
+      m.conversation_id = c.id
+      and m.sender_type = 'visitor'
+      and m.created_at > coalesce(
+        (
+          select
+            max(r.created_at)
+          from
+            messages r
+          where
+            r.conversation_id = c.id
+            and r.sender_type = 'user'
+            and r.sender_id = c.assigned_user_id
+            and not r.internal
+        ),
+        '-infinity'::timestamptz
+      )
+      and greatest(m.created_at, c.assigned_at) <= now() - make_interval(mins => d.return_after_minutes)
+  )
+order by
+  "c"."assigned_at"
+limit
+  $2;
+
+-- routing.lockExpired
+select
+  "c"."id",
+  "c"."tenant_id",
+  "c"."assigned_user_id",
+  "c"."department_id",
+  "d"."return_after_minutes"
+from
+  "conversations" as "c"
+  inner join "departments" as "d" on "d"."id" = "c"."department_id"
+where
+  "c"."id" = $1
+  and c.status = 'assigned'
+  and d.return_after_minutes is not null
+  and exists (
+    select
+      1
+    from
+      messages m
+    where
+      m.conversation_id = c.id
+      and m.sender_type = 'visitor'
+      and m.created_at > coalesce(
+        (
+          select
+            max(r.created_at)
+          from
+            messages r
+          where
+            r.conversation_id = c.id
+            and r.sender_type = 'user'
+            and r.sender_id = c.assigned_user_id
+            and not r.internal
+        ),
+        '-infinity'::timestamptz
+      )
+      and greatest(m.created_at, c.assigned_at) <= now() - make_interval(mins => d.return_after_minutes)
+  )
+for update of
+  "c";
+
+-- routing.returnToQueue
+update "conversations"
+set
+  "status" = $1,
+  "assigned_user_id" = $2,
+  "returned_from_user_id" = $3,
+  "updated_at" = $4
+where
+  "id" = $5;

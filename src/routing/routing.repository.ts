@@ -96,7 +96,7 @@ export async function setCapacity(trx: Tx, userId: string, capacity: number | nu
 export async function lockQueued(trx: Tx, limit: number, after?: { created_at: Date; id: string }) {
   let query = trx
     .selectFrom('conversations')
-    .select(['id', 'department_id', 'created_at'])
+    .select(['id', 'department_id', 'created_at', 'returned_from_user_id'])
     .where('status', '=', 'open')
     .where('assigned_user_id', 'is', null)
     .where('bot_state', '<>', 'active');
@@ -139,4 +139,53 @@ export async function queuePosition(trx: Tx, conversationId: string): Promise<nu
     .where('c.bot_state', '<>', 'active')
     .executeTakeFirst();
   return row ? Number(row.position) : null;
+}
+
+/**
+ * The return timer's test on a conversation `c` joined to its department `d`: assigned, the department
+ * has a timer, and a visitor message not answered by the assignee (no reply of theirs visible to the
+ * visitor since) has waited longer than the timer, counted from when the assignee got it at the earliest.
+ */
+const expired = sql<boolean>`c.status = 'assigned' and d.return_after_minutes is not null and exists (
+  select 1 from messages m
+  where m.conversation_id = c.id and m.sender_type = 'visitor'
+    and m.created_at > coalesce((
+      select max(r.created_at) from messages r
+      where r.conversation_id = c.id and r.sender_type = 'user' and r.sender_id = c.assigned_user_id and not r.internal
+    ), '-infinity'::timestamptz)
+    and greatest(m.created_at, c.assigned_at) <= now() - make_interval(mins => d.return_after_minutes))`;
+
+/** Conversations whose return timer ran out, of every tenant (the scheduler's job, as the system). */
+export async function expiredAssignments(trx: Tx, limit: number) {
+  return trx
+    .selectFrom('conversations as c')
+    .innerJoin('departments as d', 'd.id', 'c.department_id')
+    .select(['c.id', 'c.tenant_id'])
+    .where('c.status', '=', 'assigned')
+    .where('d.return_after_minutes', 'is not', null)
+    .where(expired)
+    .orderBy('c.assigned_at')
+    .limit(limit)
+    .execute();
+}
+
+/** The conversation locked, if its timer has still run out now (nobody answered or moved it meanwhile). */
+export async function lockExpired(trx: Tx, conversationId: string) {
+  return trx
+    .selectFrom('conversations as c')
+    .innerJoin('departments as d', 'd.id', 'c.department_id')
+    .select(['c.id', 'c.tenant_id', 'c.assigned_user_id', 'c.department_id', 'd.return_after_minutes'])
+    .where('c.id', '=', conversationId)
+    .where(expired)
+    .forUpdate('c')
+    .executeTakeFirst();
+}
+
+/** Back to the queue, remembering whom from (routing passes them over for it). */
+export async function returnToQueue(trx: Tx, conversationId: string, fromUserId: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('conversations')
+    .set({ status: 'open', assigned_user_id: null, returned_from_user_id: fromUserId, updated_at: now })
+    .where('id', '=', conversationId)
+    .execute();
 }

@@ -3,6 +3,8 @@ import type { RoutingMode } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction, type StoredEvent } from '../events/outbox.ts';
 import type { components } from '../../generated/api.ts';
+import type { Job } from '../jobs/scheduler.ts';
+import { appendMessage } from '../messages/message.service.ts';
 import type { PresenceStore } from '../presence/presence.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import type { Principal } from '../shared/principal.ts';
@@ -16,6 +18,15 @@ async function departmentRoutingOf(trx: Tx, tenantId: string, departmentId: stri
   if (!department) throw notFound('Department');
   const tenant = await repo.tenantRouting(trx, tenantId);
   return { routing: department.routing, effective_routing: department.routing ?? tenant.routing, return_after_minutes: department.return_after_minutes };
+}
+
+/** What the visitor reads when the return timer moves their conversation (no names). */
+export const RETURN_NOTICE = 'Your conversation is being passed to another agent.';
+export const RETURN_TIMER_JOB = 'routing.return-timer';
+
+/** The scheduler's job (once at a time across instances): conversations whose return timer ran out go back to routing. */
+export function returnTimerJob(routing: RoutingService, intervalMs: number): Job {
+  return { name: RETURN_TIMER_JOB, intervalMs, run: async (_database, signal) => ({ returned: await routing.returnExpired(signal) }) };
 }
 
 /** Conversations looked at per transaction while giving out the queue. */
@@ -117,6 +128,41 @@ export class RoutingService {
     return answer;
   }
 
+  /**
+   * The return timer: each conversation whose assignee left a visitor message unanswered past the
+   * department's return_after_minutes goes back to the queue (a notice to the visitor, conversation.assigned
+   * by return_timer to the team and the agent who lost it), and routing gives it to someone else. Each is
+   * checked again under its lock, so a reply that just came in, or another pass, leaves it alone: it moves
+   * once. Nothing is kept in memory: a pass after a restart finds what the one before did not finish.
+   */
+  async returnExpired(signal?: AbortSignal): Promise<number> {
+    let moved = 0;
+    for (;;) {
+      const due = await this.#database.asSystem((trx) => repo.expiredAssignments(trx, BATCH));
+      let movedNow = 0;
+      for (const { id, tenant_id: tenantId } of due) {
+        if (signal?.aborted) return moved;
+        const done = await inTenantTransaction(this.#database, this.#bus, tenantId, async (trx, emit) => {
+          const conversation = await repo.lockExpired(trx, id);
+          if (!conversation) return false;
+          const from = conversation.assigned_user_id!;
+          const now = new Date();
+          await repo.returnToQueue(trx, id, from, now);
+          await appendMessage(trx, emit, { id, tenant_id: tenantId }, { sender_type: 'system', sender_id: null, type: 'system', content: RETURN_NOTICE }, now);
+          await emit(
+            'conversation.assigned',
+            { conversation_id: id, assigned_user_id: null, previous_assigned_user_id: from, by: 'return_timer' },
+            { conversationId: id, internal: true, recipients: [from] },
+          );
+          return true;
+        });
+        if (done) movedNow++;
+      }
+      moved += movedNow;
+      if (due.length < BATCH || movedNow === 0) return moved;
+    }
+  }
+
   /** Whether someone can answer now: an active full-seat member online with room under their capacity. */
   async available(tenantId: string): Promise<boolean> {
     const members = await this.#database.withTenant(tenantId, (trx) => repo.candidates(trx, null));
@@ -172,7 +218,10 @@ export class RoutingService {
         }
       }
       if (mode === 'manual') continue;
-      const candidates: Candidate[] = await repo.candidates(trx, conversation.department_id, { userIds: online });
+      // Whom the return timer took it from gets it back only through a person.
+      const candidates: Candidate[] = (await repo.candidates(trx, conversation.department_id, { userIds: online })).filter(
+        (c) => c.user_id !== conversation.returned_from_user_id,
+      );
       const chosen = pick(mode, candidates, last);
       if (!chosen) continue;
       const now = new Date();
