@@ -222,7 +222,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     setDepartmentRouting: ['d', { round_robin_last_user_id: 'usr' }],
     setCapacity: ['usr', 5],
     lockQueued: { cases: { head: [50], 'after a row': [50, { created_at: NOW, id: 'conv' }] } },
-    assign: ['conv', 'usr', NOW],
+    assignMany: [[['conv', 'usr'], ['conv2', 'usr2']], NOW],
     queuePosition: ['conv'],
     expiredAssignments: [100],
     lockExpired: ['conv'],

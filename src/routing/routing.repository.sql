@@ -187,21 +187,27 @@ limit
 for update
   skip locked;
 
--- routing.assign [1/2]
-update "conversations"
+-- routing.assignMany [1/2]
+update conversations c
 set
-  "status" = $1,
-  "assigned_user_id" = $2,
-  "updated_at" = $3
+  status = 'assigned',
+  assigned_user_id = g.user_id,
+  updated_at = $1
+from
+  (
+    values
+      ($2, $3),
+      ($4, $5)
+  ) as g (id, user_id)
 where
-  "id" = $4;
+  c.id = g.id;
 
--- routing.assign [2/2]
+-- routing.assignMany [2/2]
 update "memberships"
 set
   "last_assigned_at" = $1
 where
-  "user_id" = $2;
+  "user_id" in ($2, $3);
 
 -- routing.queuePosition
 select

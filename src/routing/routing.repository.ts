@@ -110,13 +110,17 @@ export async function lockQueued(trx: Tx, limit: number, after?: { created_at: D
     .execute();
 }
 
-/**
- * Gives a queued conversation (locked by lockQueued) to a member, and stamps the member's last assignment
- * (locking their row until the giving commits).
- */
-export async function assign(trx: Tx, conversationId: string, userId: string, now: Date): Promise<void> {
-  await trx.updateTable('conversations').set({ status: 'assigned', assigned_user_id: userId, updated_at: now }).where('id', '=', conversationId).execute();
-  await trx.updateTable('memberships').set({ last_assigned_at: now }).where('user_id', '=', userId).execute();
+/** Gives several queued conversations (locked by lockQueued) out at once: `[conversation id, member id]` pairs. */
+export async function assignMany(trx: Tx, given: [string, string][], now: Date): Promise<void> {
+  if (given.length === 0) return;
+  const pairs = sql.join(given.map(([id, userId]) => sql`(${id}, ${userId})`));
+  await sql`update conversations c set status = 'assigned', assigned_user_id = g.user_id, updated_at = ${now}
+    from (values ${pairs}) as g (id, user_id) where c.id = g.id`.execute(trx);
+  await trx
+    .updateTable('memberships')
+    .set({ last_assigned_at: now })
+    .where('user_id', 'in', [...new Set(given.map(([, userId]) => userId))])
+    .execute();
 }
 
 /** Queue positions (1 = next) of open unassigned conversations, by created_at. */

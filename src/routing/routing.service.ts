@@ -202,6 +202,18 @@ export class RoutingService {
     let given = 0;
     let lastOfTenant = tenant.round_robin_last_user_id;
     const departments = new Map<string, { routing: RoutingMode | null; last: string | null } | null>();
+    // The online candidates of each department (and of the tenant, ''), read once per batch and kept up to
+    // date here as conversations are given: no other routing run changes them while this one holds the tenant.
+    const assignments: [string, string][] = [];
+    const pools = new Map<string, Candidate[]>();
+    const poolOf = async (departmentId: string | null) => {
+      let pool = pools.get(departmentId ?? '');
+      if (!pool) {
+        pool = await repo.candidates(trx, departmentId, { userIds: online });
+        pools.set(departmentId ?? '', pool);
+      }
+      return pool;
+    };
     for (const conversation of queued) {
       let mode: RoutingMode = tenant.routing;
       let last = lastOfTenant;
@@ -219,13 +231,18 @@ export class RoutingService {
       }
       if (mode === 'manual') continue;
       // Whom the return timer took it from gets it back only through a person.
-      const candidates: Candidate[] = (await repo.candidates(trx, conversation.department_id, { userIds: online })).filter(
-        (c) => c.user_id !== conversation.returned_from_user_id,
-      );
-      const chosen = pick(mode, candidates, last);
+      const pool = await poolOf(conversation.department_id);
+      const chosen = pick(mode, conversation.returned_from_user_id ? pool.filter((c) => c.user_id !== conversation.returned_from_user_id) : pool, last);
       if (!chosen) continue;
       const now = new Date();
-      await repo.assign(trx, conversation.id, chosen, now);
+      assignments.push([conversation.id, chosen]);
+      for (const each of pools.values()) {
+        const taken = each.find((c) => c.user_id === chosen);
+        if (taken) {
+          taken.load++;
+          taken.last_assigned_at = now;
+        }
+      }
       if (mode === 'round_robin') {
         if (department?.routing) {
           department.last = chosen;
@@ -235,12 +252,16 @@ export class RoutingService {
           await repo.setTenantRouting(trx, tenantId, { round_robin_last_user_id: chosen });
         }
       }
+      given++;
+    }
+    // The batch's picks written at once, then an event for each, in the same transaction.
+    await repo.assignMany(trx, assignments, new Date());
+    for (const [conversationId, chosen] of assignments) {
       await emit(
         'conversation.assigned',
-        { conversation_id: conversation.id, assigned_user_id: chosen, previous_assigned_user_id: null, by: 'routing' },
-        { conversationId: conversation.id, internal: true, recipients: [chosen] },
+        { conversation_id: conversationId, assigned_user_id: chosen, previous_assigned_user_id: null, by: 'routing' },
+        { conversationId, internal: true, recipients: [chosen] },
       );
-      given++;
     }
     return { given, last: queued.length === BATCH ? queued.at(-1) : undefined };
   }
