@@ -247,6 +247,75 @@ function widensRequestType(path: string, method: string, segments: string[] | un
   return old.length > 0 && now.length > old.length && old.every((t) => now.includes(t));
 }
 
+/**
+ * Whether `after` is `before` with alternatives added and nothing else: each insertion is `|…` (balanced, no
+ * lookaround) placed before another alternative's `|` or a group's `)`, the group not a lookaround. Every string the old
+ * pattern matched, the new one matches too. Anything else (a changed character class, a quantifier, a
+ * rewritten pattern) is not proven wider here and stays as classified.
+ */
+export function patternOnlyGrew(before: string, after: string): boolean {
+  if (after.length <= before.length) return false;
+  const lookaround = (text: string, open: number) => text[open + 1] === '?' && '=!<'.includes(text[open + 2] ?? '');
+  /** Where the group around position `at` of `before` opens (-1 at the top level). */
+  const groupOpen = (at: number) => {
+    for (let depth = 0, m = at - 1; m >= 0; m--) {
+      if (before[m - 1] === '\\') continue;
+      if (before[m] === ')') depth++;
+      else if (before[m] === '(' && depth-- === 0) return m;
+    }
+    return -1;
+  };
+  /** The ends of an alternative inserted at `j` of `after` (`|…`, balanced, no lookaround): where it may stop. */
+  const insertionEnds = (j: number): number[] => {
+    const ends: number[] = [];
+    for (let depth = 0, k = j + 1; k < after.length; k++) {
+      const ch = after[k];
+      if (ch === '\\') {
+        k++;
+        continue;
+      }
+      if (ch === '(') {
+        if (lookaround(after, k)) return ends;
+        depth++;
+      } else if (ch === ')') {
+        if (depth === 0) return [...ends, k];
+        depth--;
+      } else if (ch === '|' && depth === 0) ends.push(k);
+    }
+    return ends;
+  };
+  const seen = new Map<string, boolean>();
+  const walk = (i: number, j: number, grew: boolean): boolean => {
+    const key = `${i},${j},${grew}`;
+    const known = seen.get(key);
+    if (known !== undefined) return known;
+    let ok = false;
+    if (i === before.length && j === after.length) ok = grew;
+    else {
+      // An alternative added before another alternative's `|` or a group's `)`, the group no lookaround.
+      if (after[j] === '|' && (before[i] === '|' || before[i] === ')') && before[i - 1] !== '\\') {
+        const open = groupOpen(i);
+        if ((open >= 0 || before[i] === '|') && !(open >= 0 && lookaround(before, open))) {
+          ok = insertionEnds(j).some((k) => walk(i, k, true));
+        }
+      }
+      if (!ok && i < before.length && before[i] === after[j]) ok = walk(i + 1, j + 1, grew);
+    }
+    seen.set(key, ok);
+    return ok;
+  };
+  return walk(0, 0, false);
+}
+
+/** A request field's `pattern` that only gained alternatives (patternOnlyGrew): every value sent before still passes. */
+function widensRequestPattern(path: string, method: string, segments: string[] | undefined): boolean {
+  if (!segments || (segments[0] !== 'requestBody' && segments[0] !== 'parameters') || segments.at(-1) !== 'pattern') return false;
+  const base = ['paths', path, method, ...rejoin(segments.slice(0, -1))];
+  const old = resolvePath(pristine.before, base)?.pattern;
+  const now = resolvePath(pristine.after, base)?.pattern;
+  return typeof old === 'string' && typeof now === 'string' && patternOnlyGrew(old, now);
+}
+
 for (const [key, changes] of byOperation) {
   const [method, path] = key.split(' ') as [string, string];
   if (!path) continue;
@@ -262,6 +331,9 @@ for (const [key, changes] of byOperation) {
     } else if (c.type === 'breaking' && widensRequestType(path, method.toLowerCase(), c.segments)) {
       c.type = 'non-breaking';
       c.description += ' (a request type widened: what clients send still passes)';
+    } else if (c.type === 'breaking' && widensRequestPattern(path, method.toLowerCase(), c.segments)) {
+      c.type = 'non-breaking';
+      c.description += ' (a request pattern only gained alternatives: what clients send still passes)';
     } else if (c.type !== 'breaking' && widensResponseType(path, method.toLowerCase(), c.where)) {
       c.type = 'breaking';
       c.description += ' (a response type widened: clients meet values they were told never come)';

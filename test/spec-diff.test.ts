@@ -57,6 +57,29 @@ describe('npm run spec:diff', function () {
     expect(request.out).to.not.contain('may now be null in a response');
   });
 
+  it('passes a request pattern that only gained an alternative, and fails one that was rewritten narrower', () => {
+    const pattern = () => schemas(original).WorkflowCondition.properties.field.pattern as string;
+    const grown = diff((doc) => {
+      schemas(doc).WorkflowCondition.properties.field.pattern = pattern().replace('|assigned', '|assigned|snoozed');
+    });
+    expect(grown.status, grown.out).to.equal(0);
+    expect(grown.out).to.contain(' 0 breaking');
+    const narrowed = diff((doc) => {
+      schemas(doc).WorkflowCondition.properties.field.pattern = pattern().replace('|assigned', '');
+    });
+    expect(narrowed.status, narrowed.out).to.equal(1);
+    // An alternative added inside a lookahead is no widening: it stays breaking.
+    const lookahead = diff(
+      (doc) => {
+        schemas(doc).WorkflowCondition.properties.field.pattern = '^(?!x|y)[a-z.]+$';
+      },
+      (doc) => {
+        schemas(doc).WorkflowCondition.properties.field.pattern = '^(?!x)[a-z.]+$';
+      },
+    );
+    expect(lookahead.status, lookahead.out).to.equal(1);
+  });
+
   it('fails on a new required request field', () => {
     const { status, out } = diff((doc) => {
       schemas(doc).LoginRequest.properties.otp = { type: 'string' };
