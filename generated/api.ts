@@ -1238,7 +1238,7 @@ export interface paths {
         get?: never;
         /**
          * Set how many open conversations routing gives a member at most
-         * @description `capacity` null is no limit; the default is 5. A member of another tenant, or none, is 422 ERR_USER_NOT_IN_TENANT.
+         * @description `capacity` null is no limit; the default is 5. Anyone who is not an active member of the tenant is 404 ERR_NOT_FOUND.
          */
         put: operations["putRoutingCapacity"];
         post?: never;
@@ -2126,12 +2126,9 @@ export interface components {
         BusinessHoursDay: components["schemas"]["BusinessHoursPeriod"][];
         /**
          * @description `[start, end]`, wall-clock `HH:MM` in the hours' zone. An end at or before the start runs past
-         *     midnight into the next day; `24:00` is an end at midnight.
+         *     midnight into the next day; `24:00` is an end at midnight (a start at `24:00` is a 400 naming it).
          */
-        BusinessHoursPeriod: [
-            string,
-            string
-        ];
+        BusinessHoursPeriod: string[];
         BusinessHoursSetting: {
             /** @description The hours that apply; null is always open */
             hours: components["schemas"]["BusinessHours"] | null;
@@ -8025,9 +8022,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["MemberNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["DepartmentUnprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -59,7 +59,7 @@ describe('routing (API)', function () {
     const theirs = (await request(rt.app).post('/api/v1/departments').set(bearer(other.owner.accessToken)).send({ name: 'Theirs' }).expect(201)).body;
     expectProblem(await request(rt.app).get(`/api/v1/departments/${theirs.id}/routing`).set(auth), 404, 'ERR_NOT_FOUND');
     expectProblem(await request(rt.app).patch(`/api/v1/departments/${theirs.id}/routing`).set(auth).send({ routing: 'manual' }), 404, 'ERR_NOT_FOUND');
-    expectProblem(await request(rt.app).put(`/api/v1/routing/capacities/${other.owner.userId}`).set(auth).send({ capacity: 1 }), 422, 'ERR_USER_NOT_IN_TENANT');
+    expectProblem(await request(rt.app).put(`/api/v1/routing/capacities/${other.owner.userId}`).set(auth).send({ capacity: 1 }), 404, 'ERR_NOT_FOUND');
   });
 
   it('end to end: a conversation created while nobody is online waits; the agent logging in gets it (by routing); one created then goes at once', async () => {

@@ -6,7 +6,7 @@ import type { components } from '../../generated/api.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import { appendMessage } from '../messages/message.service.ts';
 import type { PresenceStore } from '../presence/presence.ts';
-import { AppError, notFound } from '../shared/errors.ts';
+import { notFound } from '../shared/errors.ts';
 import type { Principal } from '../shared/principal.ts';
 import { type Candidate, pick } from './pick.ts';
 import * as repo from './routing.repository.ts';
@@ -110,7 +110,7 @@ export class RoutingService {
   async putCapacity(principal: Principal, userRef: string, input: S['RoutingCapacityUpdate']): Promise<S['RoutingCapacity']> {
     const userId = userRef.startsWith('usr_') ? userRef : `usr_${userRef}`;
     const updated = await this.#database.withTenant(principal.tenantId, (trx) => repo.setCapacity(trx, userId, input.capacity));
-    if (!updated) throw new AppError('ERR_USER_NOT_IN_TENANT', 'The person is not an active member of the team');
+    if (!updated) throw notFound('Member');
     void this.wake(principal.tenantId);
     return { user_id: userId, capacity: input.capacity };
   }
