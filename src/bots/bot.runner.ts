@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CannedResponseService } from '../canned-responses/canned-response.service.ts';
 import type { ConversationService } from '../conversations/conversation.service.ts';
@@ -6,7 +5,8 @@ import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
-import { FeedConsumer } from '../events/feed-consumer.ts';
+import { ClaimLoop } from '../events/claim-loop.ts';
+import { consumerDeps, FeedConsumer } from '../events/feed-consumer.ts';
 import type { MessageService } from '../messages/message.service.ts';
 import { envelopeOf } from '../events/envelope.ts';
 import { AppError } from '../shared/errors.ts';
@@ -88,9 +88,7 @@ export class BotRunner {
   readonly #feed: FeedConsumer;
   readonly #secrets: SecretBox;
   #stopped = false;
-  #claiming: Promise<void> | undefined;
-  #claimAgain = false;
-  readonly #inFlight = new Set<Promise<void>>();
+  readonly #deliveries: ClaimLoop<repo.ClaimedBotDelivery>;
 
   constructor(options: BotRunnerOptions) {
     const timeoutMs = options.timeoutMs ?? 10_000;
@@ -111,19 +109,12 @@ export class BotRunner {
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
-    this.#feed = new FeedConsumer({
-      cursor: BOT_CURSOR,
-      label: 'bot',
-      database: options.database,
-      logger: options.logger,
-      bus: options.bus,
-      interest: options.interest,
-      wakeups: options.wakeups,
-      pollMs: this.#o.pollMs,
-      batch: this.#o.batch,
-      fanOut: (trx, rows) => this.#fanOut(trx, rows),
-      send: () => this.#wakeClaims(),
-    });
+    const { pollMs, batch, concurrency, leaseMs, database } = this.#o;
+    const claim = (free: number, token: string) => database.asSystem((trx) => repo.claimDueBotDeliveries(trx, free, token, leaseMs));
+    const attempt = (delivery: repo.ClaimedBotDelivery, token: string) => this.#attempt(delivery, token);
+    this.#deliveries = new ClaimLoop({ label: 'bot deliveries', logger: options.logger, concurrency, claim, attempt, logContext: (d) => ({ delivery: d.id }) });
+    const fanOut = (trx: Tx, rows: FeedRow[]) => this.#fanOut(trx, rows);
+    this.#feed = new FeedConsumer({ ...consumerDeps(options), cursor: BOT_CURSOR, label: 'bot', pollMs, batch, fanOut, send: () => this.#deliveries.wake() });
     this.#secrets = options.secrets;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
@@ -141,8 +132,7 @@ export class BotRunner {
   async stop(): Promise<void> {
     this.#stopped = true;
     await this.#feed.stop();
-    await this.#claiming?.catch(() => undefined);
-    await Promise.allSettled([...this.#inFlight]);
+    await this.#deliveries.stop();
     if (this.#own[0]) this.#transport.close();
     if (this.#own[1]) this.#llm.close();
   }
@@ -181,41 +171,6 @@ export class BotRunner {
       });
     }
     return repo.insertBotDeliveries(trx, deliveries);
-  }
-
-  #wakeClaims(): void {
-    if (this.#stopped) return;
-    if (this.#claiming) {
-      this.#claimAgain = true;
-      return;
-    }
-    const run = this.#claimLoop()
-      .catch((err: unknown) => this.#o.logger.error({ err }, 'bot deliveries could not be claimed; the next poll tries again'))
-      .finally(() => {
-        if (this.#claiming === run) this.#claiming = undefined;
-      });
-    this.#claiming = run;
-  }
-
-  async #claimLoop(): Promise<void> {
-    do {
-      this.#claimAgain = false;
-      const free = this.#o.concurrency - this.#inFlight.size;
-      if (free <= 0 || this.#stopped) return;
-      const token = randomUUID();
-      const claimed = await this.#o.database.asSystem((trx) => repo.claimDueBotDeliveries(trx, free, token, this.#o.leaseMs));
-      for (const delivery of claimed) {
-        const attempt = this.#attempt(delivery, token).catch((err: unknown) =>
-          this.#o.logger.error({ err, delivery: delivery.id }, 'a bot delivery could not record its outcome; its lease runs out and it is retried'),
-        );
-        this.#inFlight.add(attempt);
-        void attempt.finally(() => {
-          this.#inFlight.delete(attempt);
-          // A full claim may have left more due behind it.
-          if (claimed.length === free) this.#wakeClaims();
-        });
-      }
-    } while (this.#claimAgain && !this.#stopped);
   }
 
   async #attempt(delivery: repo.ClaimedBotDelivery, token: string): Promise<void> {

@@ -34,6 +34,15 @@ export interface FeedConsumerOptions {
   label: string;
 }
 
+/** What a consumer hands its FeedConsumer from its own options. */
+export const consumerDeps = (o: Pick<FeedConsumerOptions, 'database' | 'logger' | 'bus' | 'interest' | 'wakeups'>) => ({
+  database: o.database,
+  logger: o.logger,
+  bus: o.bus,
+  interest: o.interest,
+  wakeups: o.wakeups,
+});
+
 /**
  * One reader of the outbox for a consumer (webhooks, workflows, bots), at least once, on any number of
  * instances: a pass locks the consumer's cursor, reads the next events in commit-safe order, lets the

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Database, Tx } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
-import { FeedConsumer } from '../events/feed-consumer.ts';
+import { consumerDeps, FeedConsumer } from '../events/feed-consumer.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
@@ -181,19 +181,9 @@ export class WebhookDispatcher {
     this.#slowMs = Math.min(SLOW_ATTEMPT_MS, timeoutMs / 2);
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
-    this.#feed = new FeedConsumer({
-      cursor: WEBHOOK_CURSOR,
-      label: 'webhook',
-      database: options.database,
-      logger: options.logger,
-      bus: options.bus,
-      interest: options.interest,
-      wakeups: options.wakeups,
-      pollMs: this.#o.pollMs,
-      batch: this.#o.batch,
-      fanOut: (trx, rows) => this.#fanOut(trx, rows),
-      send: () => this.#wakeSender(),
-    });
+    const { pollMs, batch } = this.#o;
+    const fanOut = (trx: Tx, rows: FeedRow[]) => this.#fanOut(trx, rows);
+    this.#feed = new FeedConsumer({ ...consumerDeps(options), cursor: WEBHOOK_CURSOR, label: 'webhook', pollMs, batch, fanOut, send: () => this.#wakeSender() });
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 

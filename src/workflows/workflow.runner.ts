@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { components } from '../../generated/api.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
@@ -7,7 +6,8 @@ import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
-import { FeedConsumer } from '../events/feed-consumer.ts';
+import { ClaimLoop } from '../events/claim-loop.ts';
+import { consumerDeps, FeedConsumer } from '../events/feed-consumer.ts';
 import { applicableHours, statusOf } from '../hours/hours.service.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import type { Job } from '../jobs/scheduler.ts';
@@ -87,9 +87,7 @@ export class WorkflowRunner {
   readonly #ownTransport: boolean;
   readonly #feed: FeedConsumer;
   #stopped = false;
-  #claiming: Promise<void> | undefined;
-  #claimAgain = false;
-  readonly #inFlight = new Set<Promise<void>>();
+  readonly #runs: ClaimLoop<repo.ClaimedRun>;
 
   constructor(options: RunnerOptions) {
     const timeoutMs = options.timeoutMs ?? 10_000;
@@ -110,19 +108,12 @@ export class WorkflowRunner {
     };
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
-    this.#feed = new FeedConsumer({
-      cursor: WORKFLOW_CURSOR,
-      label: 'workflow',
-      database: options.database,
-      logger: options.logger,
-      bus: options.bus,
-      interest: options.interest,
-      wakeups: options.wakeups,
-      pollMs: this.#o.pollMs,
-      batch: this.#o.batch,
-      fanOut: (trx, rows) => this.#fanOut(trx, rows),
-      send: () => this.#wakeRunner(),
-    });
+    const { pollMs, batch, concurrency, leaseMs, database } = this.#o;
+    const claim = (free: number, token: string) => database.asSystem((trx) => repo.claimDueRuns(trx, free, token, leaseMs));
+    const attempt = (run: repo.ClaimedRun, token: string) => this.#attempt(run, token);
+    this.#runs = new ClaimLoop({ label: 'workflow runs', logger: options.logger, concurrency, claim, attempt, logContext: (run) => ({ run: run.id }) });
+    const fanOut = (trx: Tx, rows: FeedRow[]) => this.#fanOut(trx, rows);
+    this.#feed = new FeedConsumer({ ...consumerDeps(options), cursor: WORKFLOW_CURSOR, label: 'workflow', pollMs, batch, fanOut, send: () => this.#runs.wake() });
     this.#actionCounter = options.metrics && observe(options.metrics, options.database);
   }
 
@@ -143,8 +134,7 @@ export class WorkflowRunner {
   async stop(): Promise<void> {
     this.#stopped = true;
     await this.#feed.stop();
-    await this.#claiming?.catch(() => undefined);
-    await Promise.allSettled([...this.#inFlight]);
+    await this.#runs.stop();
     if (this.#ownTransport) this.#transport.close();
   }
 
@@ -184,43 +174,6 @@ export class WorkflowRunner {
   }
 
   // ---- Running ---------------------------------------------------------------------------------------
-
-  #wakeRunner(): void {
-    if (this.#stopped) return;
-    if (this.#claiming) {
-      this.#claimAgain = true;
-      return;
-    }
-    const run = this.#claimLoop()
-      .catch((err: unknown) => this.#o.logger.error({ err }, 'workflow runs could not be claimed; the next poll tries again'))
-      .finally(() => {
-        if (this.#claiming === run) this.#claiming = undefined;
-      });
-    this.#claiming = run;
-  }
-
-  async #claimLoop(): Promise<void> {
-    do {
-      this.#claimAgain = false;
-      for (;;) {
-        const free = this.#o.concurrency - this.#inFlight.size;
-        if (free <= 0 || this.#stopped) break;
-        const token = randomUUID();
-        const claimed = await this.#o.database.asSystem((trx) => repo.claimDueRuns(trx, free, token, this.#o.leaseMs));
-        for (const run of claimed) {
-          const attempt = this.#attempt(run, token).catch((err: unknown) =>
-            this.#o.logger.error({ err, run: run.id }, 'a workflow run could not record its outcome; its lease runs out and it is tried again'),
-          );
-          this.#inFlight.add(attempt);
-          void attempt.finally(() => {
-            this.#inFlight.delete(attempt);
-            this.#wakeRunner();
-          });
-        }
-        if (claimed.length < free) break;
-      }
-    } while (this.#claimAgain && !this.#stopped);
-  }
 
   /** Goes on from the first action not done; stops at a retry, a failure, or the end. */
   async #attempt(run: repo.ClaimedRun, token: string): Promise<void> {
