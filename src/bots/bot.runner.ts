@@ -71,11 +71,10 @@ function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'
 }
 
 /**
- * Gives each bot its conversations' events, at least once, on any number of instances: the webhook
- * dispatcher's design with a cursor of its own. A pass reads the feed (commit-safe order) and, in the
- * same transaction, queues one delivery per (bot, event) for `conversation.created` and the visitor's
- * `message.created` of conversations a bot holds, then moves its cursor. Due deliveries are claimed with a
- * lease and attempted: a `webhook` bot gets a signed POST; `faq` and `llm` bots run here and answer through
+ * Gives each bot its conversations' events, at least once, on any number of instances. A FeedConsumer
+ * (src/events/feed-consumer.ts) reads the feed with a cursor of its own; each pass queues one delivery per
+ * (bot, event) for `conversation.created` and the visitor's `message.created` of conversations a bot
+ * holds. Due deliveries are claimed (ClaimLoop) with a lease and attempted: a `webhook` bot gets a signed POST; `faq` and `llm` bots run here and answer through
  * the message and conversation services as the bot (an Idempotency-Key per event, so a retried delivery
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */

@@ -73,10 +73,9 @@ class ActionFailure extends Error {
 class ActionSkipped extends Error {}
 
 /**
- * Runs workflows from the outbox, like the webhook dispatcher delivers it (src/webhooks/): a pass locks its
- * cursor, reads the feed in commit-safe order, inserts one run per (matching enabled workflow, event) —
- * unique, so a re-read starts nothing twice — and moves the cursor, in one transaction. Runs are claimed
- * with SKIP LOCKED and a lease; each action's outcome is recorded under the claim's token. Actions that
+ * Runs workflows from the outbox, read by a FeedConsumer (src/events/feed-consumer.ts): each pass inserts
+ * one run per (matching enabled workflow, event), unique, so a re-read starts nothing twice. Runs are
+ * claimed (ClaimLoop) with SKIP LOCKED and a lease; each action's outcome is recorded under the claim's token. Actions that
  * change the conversation run in one transaction with the record of their outcome, so a crash never
  * repeats them; a mail or a post may be repeated after a crash (at least once), never lost.
  */
