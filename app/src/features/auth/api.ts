@@ -1,10 +1,15 @@
 import type { QueryClient } from '@tanstack/react-query';
 import { fetchClient, session } from '../../lib/api.ts';
 
-/** Ends the login on the server (every token of it stops working) and forgets everything cached. */
+/**
+ * Forgets the login here first (no request, refetch or socket goes out with it any more; those in flight
+ * are cancelled), then ends it on the server, where every token of it stops working: nothing the app sends
+ * meets the revoked token and fails with a 401.
+ */
 export async function logout(qc: QueryClient): Promise<void> {
   const refresh_token = sessionStorage.getItem('chat-app:refresh-token');
-  if (refresh_token) await fetchClient.POST('/v1/auth/logout', { body: { refresh_token } }).catch(() => undefined);
+  await qc.cancelQueries();
   session.end();
   qc.clear();
+  if (refresh_token) await fetchClient.POST('/v1/auth/logout', { body: { refresh_token } }).catch(() => undefined);
 }
