@@ -3,14 +3,12 @@ import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
-import type { IncomingMessage, Server } from 'node:http';
-import type { Duplex } from 'node:stream';
 import type { Page } from 'playwright-core';
 import request from 'supertest';
 import { type DemoSite, startDemoSite } from '../scripts/demo-site.ts';
 import { TokenService } from '../src/auth/tokens.ts';
 import { APP_CSP } from '../src/http/team-app.ts';
-import { openBrowser, type Browsing } from './support/browser.ts';
+import { openBrowser, type Browsing, socketCutter } from './support/browser.ts';
 import { addMember, createTenant, login, PASSWORD, type TestTenant } from './support/factories.ts';
 import { TEST_JWT_SECRET } from './support/harness.ts';
 import { connect, type RealtimeServer, startRealtime } from './support/realtime.ts';
@@ -207,7 +205,7 @@ describe('the team app in a browser', function () {
     const { token, conversationId } = await startVisitorConversation(t, 'First question');
     const visitorSays = (content: string) =>
       request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content }).expect(201);
-    const cutter = memberSocketCutter(rt.server);
+    const cutter = socketCutter(rt.server, 'ticket');
     try {
       const { page, errors } = await appPage(await browser());
       await logIn(page, t.owner.email);
@@ -243,7 +241,7 @@ describe('the team app in a browser', function () {
   it('a connection cut before any event came reads what it missed over REST: nothing is lost', async () => {
     const t = await createTenant();
     const { token, conversationId } = await startVisitorConversation(t, 'First question');
-    const cutter = memberSocketCutter(rt.server);
+    const cutter = socketCutter(rt.server, 'ticket');
     try {
       const { page } = await appPage(await browser());
       await logIn(page, t.owner.email);
@@ -441,7 +439,7 @@ describe('the team app in a browser', function () {
   it('says what went wrong in words: a conversation closed meanwhile (409), and offline and back', async () => {
     const t = await createTenant();
     const { conversationId } = await startVisitorConversation(t, 'Hello?');
-    const cutter = memberSocketCutter(rt.server);
+    const cutter = socketCutter(rt.server, 'ticket');
     try {
       const b = await browser();
       const { page, errors } = await appPage(b);
@@ -620,37 +618,3 @@ describe('the team app in a browser', function () {
     }
   });
 });
-
-/** Drops the members' open sockets (upgrades with a ticket) and refuses new ones until restore(). */
-function memberSocketCutter(server: Server) {
-  const listeners = server.listeners('upgrade') as ((req: IncomingMessage, socket: Duplex, head: Buffer) => void)[];
-  const open = new Set<Duplex>();
-  const upgrades: URLSearchParams[] = [];
-  let cut = false;
-  const wrapper = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
-    if (query.has('ticket')) {
-      upgrades.push(query);
-      if (cut) return void socket.destroy();
-      open.add(socket);
-      socket.once('close', () => open.delete(socket));
-    }
-    for (const listener of listeners) listener.call(server, req, socket, head);
-  };
-  server.removeAllListeners('upgrade');
-  server.on('upgrade', wrapper);
-  return {
-    upgrades,
-    cut() {
-      cut = true;
-      for (const socket of open) socket.destroy();
-    },
-    restore() {
-      cut = false;
-    },
-    uninstall() {
-      server.removeListener('upgrade', wrapper);
-      for (const listener of listeners) server.on('upgrade', listener);
-    },
-  };
-}

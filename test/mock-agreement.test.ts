@@ -1,25 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { expect } from 'chai';
 import type { Express } from 'express';
 import request from 'supertest';
 import { loadContract } from '../src/http/contract.ts';
 import { createTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
+import { startMock } from './support/mock.ts';
 
 // The mock says what the service says (issues 41 and 46): for every operation, the same bad request —
 // no credentials, a malformed body, an unknown id — gets the same status and code from `npm run mock` as
 // from the service. A frontend built against the mock then handles the errors the service sends.
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 const SITE = 'https://shop.example';
 const UUID = '01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aff';
@@ -40,19 +31,7 @@ describe('the mock and the service answer bad requests alike', function () {
   let visitor: Record<string, string>;
 
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    mock = spawn(process.execPath, ['scripts/mock.ts', '--port', String(port), '--verboseLevel', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const seen = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (/Prism is listening/.test(output)) resolve();
-      };
-      mock.stdout!.on('data', seen);
-      mock.stderr!.on('data', seen);
-      mock.once('exit', (code) => reject(new Error(`the mock exited (${code}) before listening:\n${output}`)));
-    });
+    ({ base, process: mock } = await startMock());
     ({ app } = await getHarness());
     const t = await createTenant();
     owner = { Authorization: `Bearer ${t.owner.accessToken}` };

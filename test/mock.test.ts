@@ -1,19 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { expect } from 'chai';
 import request from 'supertest';
 import { loadContract } from '../src/http/contract.ts';
 import { getHarness } from './support/harness.ts';
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
+import { startMock } from './support/mock.ts';
 
 // `npm run mock` (scripts/mock.ts) and the service answer one URL space: a frontend switches from one
 // to the other by its base URL alone.
@@ -23,20 +14,7 @@ describe('the mock (npm run mock)', function () {
   let base: string;
 
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    mock = spawn(process.execPath, ['scripts/mock.ts', '--port', String(port), '--verboseLevel', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    // The sentinel: Prism says it listens once every route is loaded.
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const seen = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (/Prism is listening/.test(output)) resolve();
-      };
-      mock.stdout!.on('data', seen);
-      mock.stderr!.on('data', seen);
-      mock.once('exit', (code) => reject(new Error(`the mock exited (${code}) before listening:\n${output}`)));
-    });
+    ({ base, process: mock } = await startMock());
   });
 
   after(async () => {

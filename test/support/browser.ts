@@ -44,33 +44,37 @@ export async function openBrowser(options: { viewport?: { width: number; height:
 }
 
 export interface SocketCutter {
-  /** Drops every open visitor socket and refuses new ones until restore(). */
+  /** Drops every open socket it watches and refuses new ones until restore(). */
   cut(): void;
   restore(): void;
-  /** The query strings of the visitor upgrades that reached the server, in order. */
+  /** Puts the server's own upgrade listeners back. */
+  uninstall(): void;
+  /** The query strings of the upgrades it watches that reached the server, in order. */
   upgrades: URLSearchParams[];
 }
 
 /**
  * Wraps the server's upgrade listeners. A refused upgrade is destroyed before the gateway sees it, as a
- * network failure would; an open one is destroyed under the gateway, which sees the socket close.
+ * network failure would; an open one is destroyed under the gateway, which sees the socket close. Only the
+ * upgrades whose query names `credential` are cut: the visitor's (`visitor_token`) or a member's (`ticket`).
  */
-export function socketCutter(server: Server): SocketCutter {
+export function socketCutter(server: Server, credential: 'visitor_token' | 'ticket' = 'visitor_token'): SocketCutter {
   const listeners = server.listeners('upgrade') as ((req: IncomingMessage, socket: Duplex, head: Buffer) => void)[];
-  server.removeAllListeners('upgrade');
   const open = new Set<Duplex>();
   const upgrades: URLSearchParams[] = [];
   let cut = false;
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const wrapper = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
-    if (query.has('visitor_token')) {
+    if (query.has(credential)) {
       upgrades.push(query);
       if (cut) return void socket.destroy();
       open.add(socket);
       socket.once('close', () => open.delete(socket));
     }
     for (const listener of listeners) listener.call(server, req, socket, head);
-  });
+  };
+  server.removeAllListeners('upgrade');
+  server.on('upgrade', wrapper);
   return {
     upgrades,
     cut() {
@@ -79,6 +83,10 @@ export function socketCutter(server: Server): SocketCutter {
     },
     restore() {
       cut = false;
+    },
+    uninstall() {
+      server.removeListener('upgrade', wrapper);
+      for (const listener of listeners) server.on('upgrade', listener);
     },
   };
 }
