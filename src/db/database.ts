@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
@@ -346,7 +347,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const lock = dataDir ? await lockDataDir(dataDir) : undefined;
   try {
     if (dataDir && options.template) await seedFromTemplate(dataDir);
-    const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 } });
+    // pg_trgm ships with PGlite as a contrib bundle: search's partial words (src/search/).
+    const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 }, extensions: { pg_trgm } });
     const pool = new PGlitePool(pglite, options.namedStatements === false ? { prepare: () => false } : {});
     const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
     // Kysely ends its pool only if it ever connected: PGlite is closed here too, so a database opened

@@ -101,6 +101,11 @@ export interface DB {
   workflows: WorkflowsTable;
   workflow_runs: WorkflowRunsTable;
   conversation_idle_marks: ConversationIdleMarksTable;
+  labels: LabelsTable;
+  conversation_labels: ConversationLabelsTable;
+  report_facts: ReportFactsTable;
+  conversation_facts: ConversationFactsTable;
+  report_daily: ReportDailyTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -222,6 +227,10 @@ export interface ConversationsTable {
   assigned_at: ColumnType<Date | null, never, never>;
   /** The member the return timer took it from: routing gives it to someone else. */
   returned_from_user_id: string | null;
+  /** Snoozed until then (null: not snoozed by time); the wake-up job brings it back. */
+  snoozed_until: Date | null;
+  /** Snoozed until the visitor writes again. */
+  snooze_until_reply: Generated<boolean>;
 }
 
 /**
@@ -572,4 +581,69 @@ export interface ConversationIdleMarksTable {
   conversation_id: string;
   minutes: number;
   fired_for: Date;
+}
+
+export interface LabelsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  color: string;
+  description: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+export type Label = Selectable<LabelsTable>;
+
+export interface ConversationLabelsTable {
+  tenant_id: string;
+  conversation_id: string;
+  label_id: string;
+  created_at: CreatedAt;
+}
+
+export type ReportFactKind = 'conversation' | 'first_response' | 'response' | 'resolution' | 'reopen' | 'handoff' | 'queue_wait' | 'survey' | 'csat';
+
+/** One fact reports count (src/reports/facts.ts); a trigger adds it to report_daily. */
+export interface ReportFactsTable {
+  id: Generated<number>;
+  tenant_id: string;
+  conversation_id: string;
+  kind: ReportFactKind;
+  at: Date;
+  department_id: string | null;
+  agent_id: string | null;
+  seconds: number | null;
+  bh_seconds: number | null;
+  value: number | null;
+}
+
+/** What the next facts of a conversation need (started by a trigger on conversations). */
+export interface ConversationFactsTable {
+  conversation_id: string;
+  tenant_id: string;
+  created_at: Date;
+  opened_at: Date;
+  queued_since: Date | null;
+  first_assigned_at: Date | null;
+  queue_wait_recorded: Generated<boolean>;
+  awaiting_since: Date | null;
+  first_visitor_at: Date | null;
+  first_response_at: Date | null;
+  reopen_count: Generated<number>;
+  closed_at: Date | null;
+}
+
+/** Facts summed per day of the tenant's zone, per tenant (key ''), department and agent. */
+export interface ReportDailyTable {
+  tenant_id: string;
+  kind: string;
+  dimension: string;
+  key: string;
+  /** Read it as text (day::text): a Date would be midnight in the process's zone. */
+  day: ColumnType<Date, string, string>;
+  n: ColumnType<number, number, number>;
+  seconds_sum: number;
+  bh_n: ColumnType<number, number, number>;
+  bh_seconds_sum: number;
+  value_sum: ColumnType<number, number, number>;
 }
