@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { type Router } from 'express';
-import { mailPagesRouter } from '../pages/mail-pages.ts';
 import { AppError } from '../shared/errors.ts';
 
 /** The built team app (app/, `npm run app:build`), committed so that a fresh clone serves it as is. */
@@ -24,12 +23,32 @@ export const APP_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+// The pages the app frames or opens with a chat bubble in them (app/public): the widget draws itself
+// with a <style> element in its shadow root, which a CSP without 'unsafe-inline' styles would block.
+// Their scripts are still files of this origin only.
+export const BUBBLE_PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'self'",
+].join('; ');
+
+/** Files of app/public the service serves beside the app: the widget's preview and the guide's test page. */
+const BUBBLE_PAGES = ['widget-preview.html', 'widget-test.html'];
+const BUBBLE_FILES = ['widget-preview.js', 'widget-test.js', 'widget-page.css'];
+
 /**
  * The team app at /app: hashed assets cached for a year (a new build has new names), every other path
  * the app's index.html (its router reads the address), never cached, so a release reaches members at
- * their next load. The mail-link pages answer under /app too, for an APP_URL that points here.
+ * their next load. The mail links (APP_URL/verify-email, /reset-password, /accept-invitation) are routes
+ * of the app like any other.
  */
-export function teamAppRouter(basePath: string, dist = APP_DIST): Router {
+export function teamAppRouter(_basePath: string, dist = APP_DIST): Router {
   const router = express.Router({ strict: true });
   let index: string | undefined;
   router.get('/', (req, res, next) => {
@@ -38,7 +57,13 @@ export function teamAppRouter(basePath: string, dist = APP_DIST): Router {
     next();
   });
   router.use('/assets', express.static(join(dist, 'assets'), { index: false, immutable: true, maxAge: '365d', fallthrough: false, redirect: false }));
-  router.use(mailPagesRouter(basePath));
+  for (const name of BUBBLE_PAGES) {
+    router.get(`/${name}`, (_req, res) => {
+      res.set({ 'Content-Security-Policy': BUBBLE_PAGE_CSP, 'Cache-Control': 'no-cache', 'Referrer-Policy': 'same-origin', 'X-Content-Type-Options': 'nosniff' });
+      res.sendFile(join(dist, name));
+    });
+  }
+  for (const name of BUBBLE_FILES) router.get(`/${name}`, (_req, res) => res.set('Cache-Control', 'no-cache').sendFile(join(dist, name)));
   router.get('/{*path}', (_req, res, next) => {
     if (index === undefined) {
       const file = join(dist, 'index.html');

@@ -1,7 +1,7 @@
 // The screens, composed here so that features never import each other.
 import { useQueryClient } from '@tanstack/react-query';
 import type { Schemas } from '../lib/api.ts';
-import { useEffect, useState } from 'react';
+import { lazy, type ReactNode, Suspense, useEffect, useState } from 'react';
 import { Link, Navigate, Route, Routes, useParams } from 'react-router';
 import { ConnectionBanner } from '../components/ConnectionBanner.tsx';
 import { PresenceSwitch } from '../components/PresenceSwitch.tsx';
@@ -15,12 +15,39 @@ import { ViewNav } from '../features/inbox/components/ViewNav.tsx';
 import { useLive, useSession, useTeam } from '../lib/hooks.ts';
 import { LiveProvider } from './providers.tsx';
 
+// Loaded when first opened: the inbox's first load stays small (npm run app:check).
+const SignUpPage = lazy(() => import('../features/auth/components/SignUpPage.tsx').then((m) => ({ default: m.SignUpPage })));
+const mailPages = () => import('../features/auth/components/MailLinkPages.tsx');
+const VerifyEmailPage = lazy(() => mailPages().then((m) => ({ default: m.VerifyEmailPage })));
+const ResetPasswordPage = lazy(() => mailPages().then((m) => ({ default: m.ResetPasswordPage })));
+const ForgotPasswordPage = lazy(() => mailPages().then((m) => ({ default: m.ForgotPasswordPage })));
+const AcceptInvitationPage = lazy(() => mailPages().then((m) => ({ default: m.AcceptInvitationPage })));
+const SetupGuide = lazy(() => import('../features/setup/components/SetupGuide.tsx').then((m) => ({ default: m.SetupGuide })));
+const SettingsLayout = lazy(() => import('../features/settings/components/SettingsLayout.tsx'));
+
+const later = (element: ReactNode) => (
+  <Suspense
+    fallback={
+      <p className="muted loading" role="status">
+        Loading…
+      </p>
+    }
+  >
+    {element}
+  </Suspense>
+);
+
 export function AppRoutes() {
   const { signedIn } = useSession();
   if (!signedIn) {
     return (
       <Routes>
         <Route path="/login" element={<LoginPage />} />
+        <Route path="/signup" element={later(<SignUpPage />)} />
+        <Route path="/forgot-password" element={later(<ForgotPasswordPage />)} />
+        <Route path="/verify-email" element={later(<VerifyEmailPage />)} />
+        <Route path="/reset-password" element={later(<ResetPasswordPage />)} />
+        <Route path="/accept-invitation" element={later(<AcceptInvitationPage />)} />
         <Route path="*" element={<Navigate to="/login" replace />} />
       </Routes>
     );
@@ -29,6 +56,10 @@ export function AppRoutes() {
     <LiveProvider>
       <Routes>
         <Route path="/inbox/:view/:conversationId?" element={<Inbox />} />
+        <Route path="/setup/:step?" element={later(<SetupGuide />)} />
+        <Route path="/settings/:section?" element={later(<SettingsLayout />)} />
+        <Route path="/verify-email" element={later(<VerifyEmailPage />)} />
+        <Route path="/reset-password" element={later(<ResetPasswordPage />)} />
         <Route path="*" element={<Navigate to="/inbox/mine" replace />} />
       </Routes>
     </LiveProvider>
@@ -54,6 +85,7 @@ function Inbox() {
         {me?.seat === 'lite' && <span className="seat">Read-only seat</span>}
         <NotificationSwitch />
         <PresenceSwitch />
+        <Link to="/settings">Settings</Link>
         <button type="button" onClick={() => void logout(qc)}>
           Log out
         </button>

@@ -34,6 +34,18 @@ function setState(next: SessionState) {
   for (const listener of listeners) listener();
 }
 
+function claim(name: 'sub' | 'tid'): string | undefined {
+  const payload = accessToken?.split('.')[1];
+  if (!payload) return undefined;
+  try {
+    const claims = JSON.parse(atob(payload.replace(/-/g, '+').replace(/_/g, '/'))) as Record<string, unknown>;
+    const value = claims[name];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export const session = {
   subscribe(listener: () => void) {
     listeners.add(listener);
@@ -45,14 +57,11 @@ export const session = {
   },
   /** The logged-in member's id, from the access token's `sub` (the contract's bearer format is JWT). */
   get userId(): string | undefined {
-    const payload = accessToken?.split('.')[1];
-    if (!payload) return undefined;
-    try {
-      const claims = JSON.parse(atob(payload.replace(/-/g, '+').replace(/_/g, '/'))) as { sub?: unknown };
-      return typeof claims.sub === 'string' ? claims.sub : undefined;
-    } catch {
-      return undefined;
-    }
+    return claim('sub');
+  },
+  /** The tenant the login is for, from the access token's `tid`. */
+  get tenantId(): string | undefined {
+    return claim('tid');
   },
   start(tokens: Pick<Schemas['TokenPair'], 'access_token' | 'refresh_token' | 'expires_in'>) {
     accessToken = tokens.access_token;

@@ -1,5 +1,6 @@
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef } from 'react';
+import { Link } from 'react-router';
 import { fetchClient, isProblem, session } from '../../../lib/api.ts';
 import { useSession } from '../../../lib/hooks.ts';
 import { ErrorText } from '../../../components/ErrorText.tsx';
@@ -49,6 +50,9 @@ export function LoginPage() {
         <button type="submit" className="primary" disabled={login.isPending}>
           {login.isPending ? 'Logging in…' : 'Log in'}
         </button>
+        <p className="muted">
+          <Link to="/forgot-password">Forgot your password?</Link> · New here? <Link to="/signup">Create a workspace</Link>
+        </p>
       </form>
     </main>
   );
