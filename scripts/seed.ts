@@ -32,7 +32,7 @@ try {
   const existing = await database.asSystem((trx) => authRepo.findUserByEmail(trx, people[0].email));
   let tenantId: string;
   if (existing) {
-    tenantId = (await database.asSystem((trx) => tenantRepo.findFirstActiveTenantOfUser(trx, existing.id)))!;
+    tenantId = (await database.asSystem((trx) => authRepo.findFirstActiveTenantOfUser(trx, existing.id)))!;
     console.log('The demo tenant exists already.');
   } else {
     const hash = await passwords.hash(PASSWORD);

@@ -48,8 +48,8 @@ import type { Mailer } from './mail/mailer.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { EventBus } from './events/bus.ts';
 import { EventService } from './events/event.service.ts';
-import { messageHandlers } from './messages/message.handlers.ts';
-import { MessageService } from './messages/message.service.ts';
+import { messageHandlers } from './conversations/message.handlers.ts';
+import { MessageService } from './conversations/message.service.ts';
 import { everyoneOffline, type PresenceStore } from './presence/presence.ts';
 import { TeamService } from './team/team.service.ts';
 import { visitorHandlers } from './visitors/visitor.handlers.ts';
@@ -64,7 +64,7 @@ import { WidgetService } from './widgets/widget.service.ts';
 import { widgetScript } from './widgets/widget-script.ts';
 import { MemoryTicketStore, type TicketStore } from './realtime/tickets.ts';
 import { tenantHandlers } from './tenants/tenant.handlers.ts';
-import { TenantService } from './tenants/tenant.service.ts';
+import { createTenantWithOwner, TenantService } from './tenants/tenant.service.ts';
 import { webhookHandlers } from './webhooks/webhook.handlers.ts';
 import { WebhookService } from './webhooks/webhook.service.ts';
 import { botHandlers } from './bots/bot.handlers.ts';
@@ -137,7 +137,7 @@ export function createServices(deps: AppDeps) {
     bus,
     sessions,
     billing,
-    auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions }),
+    auth: new AuthService({ database, passwords: deps.passwords, tokens: deps.tokens, mailer, appUrl, logger, sessions, createTenant: createTenantWithOwner }),
     tenants: new TenantService({ database, mailer, appUrl, logger, bus, sessions, limits: billing }),
     departments: new DepartmentService(database),
     hours: new HoursService(database),

@@ -1,7 +1,8 @@
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 
 // `npm run check` must fail when generated code drifts from the contract or the contract breaks a
@@ -135,6 +136,47 @@ describe('npm run check keeps the house rules', function () {
       const result = lint(service);
       expect(result.status).to.equal(1);
       expect(output(result)).to.contain("another feature's repository").and.contain("another feature's handlers");
+    });
+
+    it('fails an import between features that the feature graph does not allow', async () => {
+      // files sits below conversations (messages attach files): the old circle conversations -> files -> conversations.
+      await edit('src/files/file.service.ts', (t) => t.replace(/^/, "import { conversationOf } from '../conversations/conversation.service.ts';\nexport const c = conversationOf;\n"));
+      const result = lint('src/files/file.service.ts');
+      expect(result.status).to.equal(1);
+      expect(output(result)).to.contain('layers/features').and.contain('src/files/ may not import src/conversations/');
+    });
+
+    it('fails a feature graph with a circle, even when every import follows it', async () => {
+      await edit('eslint.config.js', (t) => t.replace("files: ['db', 'http', 'shared'],", "files: ['conversations', 'db', 'http', 'shared'],"));
+      await edit('src/files/file.service.ts', (t) => t.replace(/^/, "import { conversationOf } from '../conversations/conversation.service.ts';\nexport const c = conversationOf;\n"));
+      const result = lint('src/files/file.service.ts', 'src/api-keys/api-key.service.ts');
+      expect(result.status).to.not.equal(0);
+      expect(output(result)).to.match(/the feature graph in eslint\.config\.js has a circle: [a-z-]+ -> .*files -> conversations -> /);
+    });
+
+    it('fails a new folder of src/ that the feature graph does not place', async () => {
+      await mkdir(join(copy, 'src/reminders'));
+      await writeFile(join(copy, 'src/reminders/reminder.service.ts'), "import { newId } from '../shared/ids.ts';\nexport const id = () => newId('tenant');\n");
+      const result = lint('src/reminders/reminder.service.ts');
+      expect(result.status).to.equal(1);
+      expect(output(result)).to.contain('src/reminders/ is not in the feature graph');
+    });
+
+    it('the graph written down is the one the code has: every allowed edge is used', async () => {
+      // An edge nobody uses is a door left open for the next circle; the list shrinks when code moves.
+      const { features } = (await import(`${pathToFileURL(join(project, 'eslint.config.js')).href}?graph`)) as { features: Record<string, string[]> };
+      const used = new Set<string>();
+      for (const file of await readdir(join(project, 'src'), { recursive: true })) {
+        if (!file.endsWith('.ts') || !file.includes('/')) continue;
+        const from = file.slice(0, file.indexOf('/'));
+        const text = await readFile(join(project, 'src', file), 'utf8');
+        for (const [, spec] of text.matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)) {
+          const target = relative(join(project, 'src'), resolve(join(project, 'src', dirname(file)), spec!));
+          if (target.includes('/') && !target.startsWith('..')) used.add(`${from} -> ${target.slice(0, target.indexOf('/'))}`);
+        }
+      }
+      const unused = Object.entries(features).flatMap(([from, tos]) => tos.map((to) => `${from} -> ${to}`)).filter((edge) => !used.has(edge));
+      expect(unused).to.deep.equal([]);
     });
   });
 

@@ -16,6 +16,37 @@ export interface LayerOptions {
   allowedRepositoryImports: string[];
 }
 
+/**
+ * The folders of src/ and, for each, the folders it may import from: the dependency graph between
+ * features, written down. It has no circle (checked when the rule starts); a folder missing from it is
+ * reported, so a new feature says where it sits.
+ */
+export type FeatureGraph = Record<string, readonly string[]>;
+
+/** A circle of the graph as `a -> b -> a`, or undefined when it has none. */
+export function circleOf(graph: FeatureGraph): string | undefined {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string): string | undefined => {
+    if (state.get(node) === 'done') return undefined;
+    if (state.get(node) === 'open') return [...path.slice(path.indexOf(node)), node].join(' -> ');
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of graph[node] ?? []) {
+      const found = visit(next);
+      if (found) return found;
+    }
+    path.pop();
+    state.set(node, 'done');
+    return undefined;
+  };
+  for (const node of Object.keys(graph).sort()) {
+    const found = visit(node);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 type Role = 'repository' | 'service' | 'handlers' | 'other';
 
 interface Place {
@@ -115,7 +146,51 @@ const queriesRule: Rule.RuleModule = {
   },
 };
 
+const featuresRule: Rule.RuleModule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Imports between folders of src/ follow the written-down graph, which has no circle' },
+    schema: [{ type: 'object' }],
+    messages: {
+      unknown: "src/{{feature}}/ is not in the feature graph (features in eslint.config.js): add it with the folders it imports.",
+      forbidden:
+        "src/{{importer}}/ may not import src/{{target}}/ ('{{spec}}'): the feature graph (eslint.config.js) does not allow it. Add the edge only if it makes no circle; otherwise pass what is needed in (see docs/architecture.md).",
+    },
+  },
+  create(context) {
+    const { srcDir, features } = context.options[0] as { srcDir: string; features: FeatureGraph };
+    const circle = circleOf(features);
+    // A circle is a broken configuration, not one file's finding: every file would carry it.
+    if (circle) throw new Error(`layers/features: the feature graph in eslint.config.js has a circle: ${circle}`);
+    const importer = place(srcDir, context.filename);
+    if (!importer || importer.feature === '') return {};
+    const allowed = features[importer.feature];
+    let reportedUnknown = false;
+
+    const check = (node: Rule.Node, source: unknown) => {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const target = place(srcDir, resolve(dirname(context.filename), source));
+      if (!target || target.feature === importer.feature || target.feature === '' || !target.path.includes('/')) return;
+      if (!allowed) {
+        if (!reportedUnknown) context.report({ node, messageId: 'unknown', data: { feature: importer.feature } });
+        reportedUnknown = true;
+        return;
+      }
+      if (!allowed.includes(target.feature)) {
+        context.report({ node, messageId: 'forbidden', data: { importer: importer.feature, target: target.feature, spec: source } });
+      }
+    };
+
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => check(node, node.source?.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
+    };
+  },
+};
+
 export const layers = {
   meta: { name: 'layers' },
-  rules: { imports: importsRule, 'no-query-outside-repository': queriesRule },
+  rules: { imports: importsRule, 'no-query-outside-repository': queriesRule, features: featuresRule },
 };

@@ -20,7 +20,7 @@ import type * as feedCursor from '../../src/events/feed-cursor.repository.ts';
 import type * as file from '../../src/files/file.repository.ts';
 import type * as hours from '../../src/hours/hours.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
-import type * as message from '../../src/messages/message.repository.ts';
+import type * as message from '../../src/conversations/message.repository.ts';
 import type * as retention from '../../src/retention/retention.repository.ts';
 import type * as routing from '../../src/routing/routing.repository.ts';
 import type * as team from '../../src/team/team.repository.ts';
@@ -93,6 +93,9 @@ export const samples: Record<string, Record<string, unknown>> = {
     findUserByEmail: ['e'],
     findUser: ['usr'],
     updateUser: ['usr', { name: 'n', password_hash: 'h' }],
+    findActiveMembership: ['tn', 'usr'],
+    findFirstActiveTenantOfUser: ['usr'],
+    activateMembership: ['tn', 'usr'],
     insertRefreshToken: [{ id: 'r', family_id: 'f', user_id: 'usr', tenant_id: 'tn', token_hash: BYTES, expires_at: NOW }],
     findRefreshTokenByHash: [BYTES],
     claimRefreshToken: ['r', NOW],
@@ -275,6 +278,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     lockFiles: [['file', 'file2']],
     findFiles: [['file', 'file2']],
     markAttached: [['file'], 'conv', NOW],
+    findUploadConversation: ['conv'],
     deleteFile: ['file'],
     visitorMaySee: { cases: { 'attached to their conversation': [{ ...{ id: 'file', tenant_id: 'tn', conversation_id: 'conv', name: 'n', content_type: 'text/plain', size: 1, sha256: BYTES, storage_key: 'k', uploaded_by_type: 'visitor' as const, uploaded_by_id: 'vis', attached_at: null, created_at: NOW }, uploaded_by_id: 'someone else' }, 'vis'] } },
     storageBytes: ['tn'],
@@ -287,7 +291,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     finishJob: ['job', 'token', 60_000, null],
     findJob: ['job'],
   }),
-  'messages/message.repository.ts': of<typeof message>({
+  'conversations/message.repository.ts': of<typeof message>({
     insertMessage: {
       cases: {
         'counted for its sender': [
@@ -328,8 +332,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     insertTenant: [{ id: 'tn', name: 'n', settings: '{}' }],
     findTenant: ['tn'],
     insertMembership: [{ tenant_id: 'tn', user_id: 'usr', role: 'owner' }],
-    findActiveMembership: ['tn', 'usr'],
-    findFirstActiveTenantOfUser: ['usr'],
     listMembers: [PAGE],
     lockTenant: ['tn'],
     updateTenant: ['tn', { name: 'n', settings: {} }],
@@ -337,7 +339,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     lockOwnersAndMember: ['usr'],
     updateMembership: ['usr', { role: 'admin' }],
     deleteMembership: ['usr'],
-    activateMembership: ['tn', 'usr'],
     findMembershipAnyStatus: ['tn', 'usr'],
   }),
   'team/team.repository.ts': of<typeof team>({

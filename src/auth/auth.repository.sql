@@ -142,3 +142,38 @@ set
   "used_at" = $1
 where
   "id" = $2;
+
+-- auth.findActiveMembership
+select
+  "role",
+  "seat"
+from
+  "memberships"
+where
+  "tenant_id" = $1
+  and "user_id" = $2
+  and "status" = $3;
+
+-- auth.findFirstActiveTenantOfUser
+select
+  "tenant_id"
+from
+  "memberships"
+where
+  "user_id" = $1
+  and "status" = $2
+order by
+  "created_at",
+  "tenant_id"
+limit
+  $3;
+
+-- auth.activateMembership
+update "memberships"
+set
+  "status" = $1,
+  "updated_at" = $2
+where
+  "tenant_id" = $3
+  and "user_id" = $4
+  and "status" = $5;

@@ -109,3 +109,40 @@ export async function lockUsableMailToken(trx: Tx, hash: Buffer, purpose: MailTo
 export async function markMailTokenUsed(trx: Tx, id: string, now: Date) {
   await trx.updateTable('mail_tokens').set({ used_at: now }).where('id', '=', id).execute();
 }
+
+// Memberships as logins read them: the tenants feature manages them, auth checks them when it issues tokens.
+
+export async function findActiveMembership(trx: Tx, tenantId: string, userId: string) {
+  return trx
+    .selectFrom('memberships')
+    .select(['role', 'seat'])
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+}
+
+/** The tenant the user joined first, for logins that name none. Runs as the system role. */
+export async function findFirstActiveTenantOfUser(trx: Tx, userId: string) {
+  const row = await trx
+    .selectFrom('memberships')
+    .select('tenant_id')
+    .where('user_id', '=', userId)
+    .where('status', '=', 'active')
+    .orderBy('created_at')
+    .orderBy('tenant_id')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.tenant_id;
+}
+
+export async function activateMembership(trx: Tx, tenantId: string, userId: string): Promise<boolean> {
+  const result = await trx
+    .updateTable('memberships')
+    .set({ status: 'active', updated_at: new Date() })
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .where('status', '=', 'invited')
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}

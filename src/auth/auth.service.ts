@@ -9,8 +9,6 @@ import { passwordResetMail, verificationMail } from '../mail/templates.ts';
 import { AppError, conflict, forbidden, invalidInput, unauthenticated } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { invalidTimeZone, isValidTimeZone } from '../shared/timezones.ts';
-import * as tenantRepo from '../tenants/tenant.repository.ts';
-import { toTenantDto } from '../tenants/tenant.service.ts';
 import * as repo from './auth.repository.ts';
 import type { PasswordHasher } from './password.ts';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS, type TokenService, hashOpaqueToken, newOpaqueToken } from './tokens.ts';
@@ -45,11 +43,31 @@ export interface AuthDeps {
   /** Told when a login ends, so that no instance keeps treating it as live. */
   sessions?: SessionCache;
   now?: () => Date;
+  /**
+   * Creates the tenant a registration starts, with the new user as its owner, in the registration's
+   * transaction. The tenants feature provides it (app.ts): it sits above auth, whose logins it manages.
+   */
+  createTenant: (trx: Tx, tenant: { name: string; timezone: string; ownerId: string }) => Promise<Schemas['Tenant']>;
 }
+
+/** The user's role and seat in the tenant if their membership there is active (the login's and the services' check). */
+export const activeMembership = (trx: Tx, tenantId: string, userId: string) => repo.findActiveMembership(trx, tenantId, userId);
+/** The person with this address, if any (system role). */
+export const findUserByEmail = (trx: Tx, email: string) => repo.findUserByEmail(trx, email);
+/** A person invited without an account yet: no password until they accept. */
+export const insertInvitedUser = (trx: Tx, user: { id: string; email: string; name: string }) => repo.insertUser(trx, { ...user, password_hash: null });
+/** The token of an invitation's mail link, accepted by acceptInvitation. */
+export const insertInvitationToken = (trx: Tx, t: { userId: string; tenantId: string; hash: Buffer; expiresAt: Date }) =>
+  repo.insertMailToken(trx, { id: newId('session'), purpose: 'invitation', user_id: t.userId, tenant_id: t.tenantId, token_hash: t.hash, expires_at: t.expiresAt });
+/** Whether the login is live, with the role and seat of an active membership (the access middleware's question). */
+export const findSession = (trx: Tx, tenantId: string, userId: string, sessionId: string) => repo.findSession(trx, tenantId, userId, sessionId);
+/** Ends every login of the user (in one tenant when given): a removed member is out at once. */
+export const revokeUserLogins = (trx: Tx, userId: string, now: Date, tenantId?: string) => repo.revokeUserFamilies(trx, userId, now, tenantId);
 
 export class AuthService {
   readonly #db: Database;
   readonly #passwords: PasswordHasher;
+  readonly #createTenant: AuthDeps['createTenant'];
   readonly #tokens: TokenService;
   readonly #mailer: Mailer;
   readonly #appUrl: string;
@@ -66,6 +84,7 @@ export class AuthService {
     this.#logger = deps.logger;
     this.#now = deps.now ?? (() => new Date());
     this.#sessions = deps.sessions;
+    this.#createTenant = deps.createTenant;
   }
 
   async register(input: Schemas['RegisterRequest']): Promise<Schemas['RegisterResponse']> {
@@ -76,11 +95,10 @@ export class AuthService {
     const result = await this.#db
       .asSystem(async (trx) => {
         const user = await repo.insertUser(trx, { id: newId('user'), email: input.email, name: input.name, password_hash: passwordHash });
-        const tenant = await tenantRepo.insertTenant(trx, { id: newId('tenant'), name: input.tenant_name ?? input.name, timezone });
-        await tenantRepo.insertMembership(trx, { tenant_id: tenant.id, user_id: user.id, role: 'owner', seat: 'full' });
+        const tenant = await this.#createTenant(trx, { name: input.tenant_name ?? input.name, timezone, ownerId: user.id });
         await this.#issueMailToken(trx, 'verify_email', user.id, null, verification.hash, VERIFY_EMAIL_TTL_MS);
         const tokens = await this.#startSession(trx, user.id, tenant.id);
-        return { ...tokens, user: toUserDto(user), tenant: toTenantDto(tenant) };
+        return { ...tokens, user: toUserDto(user), tenant };
       })
       .catch((err) => {
         if (isUniqueViolation(err, 'users_email_key')) throw conflict('The e-mail address is already registered');
@@ -98,8 +116,8 @@ export class AuthService {
     if (!user || !passwordOk) throw unauthenticated('The e-mail address or the password is wrong');
     return this.#db.asSystem(async (trx) => {
       const tenantId = input.tenant_id
-        ? (await tenantRepo.findActiveMembership(trx, input.tenant_id, user.id)) && input.tenant_id
-        : await tenantRepo.findFirstActiveTenantOfUser(trx, user.id);
+        ? (await repo.findActiveMembership(trx, input.tenant_id, user.id)) && input.tenant_id
+        : await repo.findFirstActiveTenantOfUser(trx, user.id);
       if (!tenantId) {
         throw forbidden(input.tenant_id ? 'You are not an active member of this tenant' : 'You are not an active member of any tenant');
       }
@@ -123,7 +141,7 @@ export class AuthService {
         return invalidRefreshToken();
       }
       if (!(await repo.claimRefreshToken(trx, token.id, now))) return invalidRefreshToken();
-      if (!(await tenantRepo.findActiveMembership(trx, token.tenant_id, token.user_id))) {
+      if (!(await repo.findActiveMembership(trx, token.tenant_id, token.user_id))) {
         await repo.revokeFamily(trx, token.family_id, now);
         revoked = token.family_id;
         return forbidden('You are no longer an active member of this tenant');
@@ -198,7 +216,7 @@ export class AuthService {
         ...(user.email_verified_at ? {} : { email_verified_at: this.#now() }),
       });
       // The invitation may have been withdrawn (member removed) since the mail was sent.
-      if (!(await tenantRepo.activateMembership(trx, row.tenant_id, user.id))) throw invalidMailToken();
+      if (!(await repo.activateMembership(trx, row.tenant_id, user.id))) throw invalidMailToken();
       return this.#startSession(trx, user.id, row.tenant_id);
     });
   }

@@ -1,13 +1,12 @@
 import type { Logger } from 'pino';
 import type { CannedResponseService } from '../canned-responses/canned-response.service.ts';
-import type { ConversationService } from '../conversations/conversation.service.ts';
+import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
 import { ClaimLoop } from '../events/claim-loop.ts';
 import { consumerDeps, FeedConsumer } from '../events/feed-consumer.ts';
-import type { MessageService } from '../messages/message.service.ts';
 import { envelopeOf } from '../events/envelope.ts';
 import { AppError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
@@ -28,13 +27,26 @@ export const DEFAULT_BOT_RETRY_DELAYS_MS = [5_000, 30_000, 5 * 60_000, 30 * 60_0
 /** Turns of the conversation the llm bot sends as context (the latest). */
 const LLM_CONTEXT_MESSAGES = 50;
 
+/**
+ * What a built-in bot does in its conversation: answer, read the thread, hand off. app.ts passes the
+ * conversation and message services; bots sit below conversations (which hand conversations to bots), so
+ * the runner names what it needs rather than importing them.
+ */
+export interface BotActions {
+  messages: {
+    send(principal: Principal, input: components['schemas']['MessageCreate'], idempotencyKey?: string): Promise<unknown>;
+    list(principal: Principal, conversationId: string, page: { limit: number }): Promise<components['schemas']['MessageList']>;
+  };
+  conversations: { handoff(principal: Principal, id: string, input: components['schemas']['HandoffRequest']): Promise<unknown> };
+}
+
 export interface BotRunnerOptions {
   database: Database;
   logger: Logger;
   bus: EventBus;
   allowPrivate: boolean;
   /** The built-in bots answer through the same services as a bot's key would. */
-  services: { messages: MessageService; conversations: ConversationService; cannedResponses: CannedResponseService };
+  services: BotActions & { cannedResponses: CannedResponseService };
   /** A webhook bot's 2xx must arrive within this. */
   timeoutMs?: number;
   retryDelaysMs?: number[];

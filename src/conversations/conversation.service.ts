@@ -4,7 +4,7 @@ import type { PlanLimits } from '../billing/billing.service.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction } from '../events/outbox.ts';
 import type { Principal } from '../shared/principal.ts';
-import { appendMessage, conversationClosed } from '../messages/message.service.ts';
+import { appendMessage, conversationClosed } from './message.service.ts';
 import type { PresenceStore } from '../presence/presence.ts';
 import { callerIdOf } from '../shared/caller.ts';
 import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
@@ -12,10 +12,10 @@ import { AppError, conflict, invalidInput, notFound } from '../shared/errors.ts'
 import { newId } from '../shared/ids.ts';
 import { DEFAULT_PAGE_SIZE, keysetPageOf } from '../shared/pagination.ts';
 import { requireUser } from '../shared/principal.ts';
-import * as tenantRepo from '../tenants/tenant.repository.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
 import { visitorExists } from '../visitors/visitor.service.ts';
 import { botInTransaction, checkBotAccess } from '../bots/bot.service.ts';
+import { activeMembership } from '../auth/auth.service.ts';
 import * as repo from './conversation.repository.ts';
 
 type S = components['schemas'];
@@ -75,6 +75,9 @@ export interface ListQuery {
 }
 
 /** For other features' work inside their transactions: the conversation's visitor, or undefined when it is not in this tenant. */
+/** Unassigns the open conversations of a member who leaves the tenant; their ids, for the events. */
+export const releaseConversationsOf = (trx: Tx, userId: string, now: Date): Promise<string[]> => repo.releaseConversationsOf(trx, userId, now);
+
 export const conversationOf = (trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> => repo.findConversationVisitor(trx, id);
 
 /**
@@ -476,7 +479,7 @@ export const departmentOf = (trx: Tx, id: string): Promise<boolean> => repo.depa
 const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
 
 async function assertCanHandle(trx: Tx, tenantId: string, userId: string): Promise<void> {
-  const member = await tenantRepo.findActiveMembership(trx, tenantId, userId);
+  const member = await activeMembership(trx, tenantId, userId);
   if (!member) throw userNotInTenant();
   if (member.seat !== 'full') throw assigneeLiteSeat();
 }

@@ -54,6 +54,14 @@ set
 where
   "id" in ($3);
 
+-- file.findUploadConversation
+select
+  "visitor_id"
+from
+  "conversations"
+where
+  "id" = $1;
+
 -- file.deleteFile
 delete from "files"
 where

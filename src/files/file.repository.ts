@@ -33,6 +33,11 @@ export async function markAttached(trx: Tx, ids: readonly string[], conversation
     .execute();
 }
 
+/** The conversation a file is uploaded into, and whose visitor it is (files sit below conversations: no import of theirs). */
+export async function findUploadConversation(trx: Tx, id: string): Promise<{ visitor_id: string | null } | undefined> {
+  return trx.selectFrom('conversations').select('visitor_id').where('id', '=', id).executeTakeFirst();
+}
+
 export async function deleteFile(trx: Tx, id: string): Promise<void> {
   await trx.deleteFrom('files').where('id', '=', id).execute();
 }

@@ -6,7 +6,6 @@ import { fileTypeFromBuffer } from 'file-type';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { FileRow } from '../db/schema.ts';
-import { conversationOf } from '../conversations/conversation.service.ts';
 import type { Principal } from '../shared/principal.ts';
 import { AppError, forbidden, invalidInput, notFound } from '../shared/errors.ts';
 import { CONVERSATION_ID, newId } from '../shared/ids.ts';
@@ -198,7 +197,7 @@ export class FileService {
       const uploader = uploaderOf(principal);
       const row = await this.#database.withTenant(principal.tenantId, async (trx) => {
         if (conversationId !== undefined) {
-          const conversation = await conversationOf(trx, conversationId);
+          const conversation = await repo.findUploadConversation(trx, conversationId);
           if (!conversation || (principal.kind === 'visitor' && conversation.visitor_id !== principal.visitorId)) throw notFound('Conversation');
         }
         await this.#limits?.assertStorageAvailable(trx, principal.tenantId, measured.size);

@@ -1,5 +1,4 @@
 import type { RequestHandler } from 'express';
-import type { TokenService } from '../auth/tokens.ts';
 import { AppError, forbidden, unauthenticated } from '../shared/errors.ts';
 import type { ActiveMembership, Role, Seat, VisitorPrincipal } from '../shared/principal.ts';
 import { TENANT_ID } from '../shared/ids.ts';
@@ -9,7 +8,8 @@ export type { ActiveMembership, Principal, Role, Seat, VisitorPrincipal } from '
 
 /** What the access middleware needs from the rest of the app. */
 export interface AccessDeps {
-  tokens: TokenService;
+  /** Verifies an access token (src/auth/tokens.ts): throws AppError when it is not valid. */
+  tokens: { verifyAccessToken(token: string): { userId: string; tenantId: string; sessionId: string } };
   /** Whether the login is live, and the role and seat in the tenant if the membership there is active. */
   findSession(tenantId: string, userId: string, sessionId: string): Promise<{ sessionLive: boolean; membership: ActiveMembership | undefined }>;
   /** Resolves an API key to its tenant and scopes; undefined when unknown or revoked. */

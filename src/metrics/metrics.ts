@@ -1,5 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EventBus } from '../events/bus.ts';
+
+/** What observeBus needs of the event bus (src/events/bus.ts): metrics sit below the features and the feed. */
+export interface ObservedBus {
+  subscribe(listener: (events: readonly { envelope: { type: string } }[]) => void): () => void;
+}
 
 /** What a gauge reads at scrape time: one value, or one per label set. */
 export type GaugeReading = number | { labels: Record<string, string>; value: number }[];
@@ -101,7 +105,7 @@ export class Metrics {
   }
 
   /** Counts events as the outbox publishes them after commit (inTenantTransaction): written, and kept. */
-  observeBus(bus: EventBus): () => void {
+  observeBus(bus: ObservedBus): () => void {
     return bus.subscribe((events) => {
       for (const event of events) this.eventsWritten.inc({ type: event.envelope.type });
     });

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.ts';
-import { findConversationVisitor } from '../conversations/conversation.repository.ts';
+import { conversationOf } from '../conversations/conversation.service.ts';
 import type { LivePayloads, LiveSignalType } from '../events/outbox.ts';
 import { type Connection, deliverOrBuffer, sendError, subjectOf } from './connection.ts';
 import type { Fanout, LiveSignal } from './fanout.ts';
@@ -36,7 +36,7 @@ export async function announcePresence(ctx: LiveContext, conn: Connection, statu
 /** Relays a typing frame: members see who, the visitor only that someone in the team is typing. */
 export async function relayTyping(ctx: LiveContext, conn: Connection, conversationId: string, isTyping: boolean): Promise<void> {
   if (conn.audience.kind === 'integration') return;
-  const conversation = await ctx.database.withTenant(conn.tenantId, (trx) => findConversationVisitor(trx, conversationId));
+  const conversation = await ctx.database.withTenant(conn.tenantId, (trx) => conversationOf(trx, conversationId));
   const audience = conn.audience;
   if (!conversation || (audience.kind === 'visitor' && conversation.visitor_id !== audience.visitorId)) {
     sendError(conn, 'ERR_NOT_FOUND', 'Conversation not found', ctx.maxBufferedBytes);

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.ts';
-import { touchVisitors } from '../visitors/visitor.repository.ts';
+import { touchVisitors } from '../visitors/visitor.service.ts';
 import { checkMember, type CredentialDeps } from './credentials.ts';
 import { CLOSE, type Connection, subjectOf } from './connection.ts';
 import type { ConnectionStatus, PresenceTracker } from './presence-tracker.ts';

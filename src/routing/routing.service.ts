@@ -4,7 +4,7 @@ import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction, type StoredEvent } from '../events/outbox.ts';
 import type { components } from '../../generated/api.ts';
 import type { Job } from '../jobs/scheduler.ts';
-import { appendMessage } from '../messages/message.service.ts';
+import { appendMessage } from '../conversations/message.service.ts';
 import type { PresenceStore } from '../presence/presence.ts';
 import { notFound } from '../shared/errors.ts';
 import type { Principal } from '../shared/principal.ts';

@@ -22,31 +22,6 @@ insert into
 values
   ($1, $2, $3);
 
--- tenant.findActiveMembership
-select
-  "role",
-  "seat"
-from
-  "memberships"
-where
-  "tenant_id" = $1
-  and "user_id" = $2
-  and "status" = $3;
-
--- tenant.findFirstActiveTenantOfUser
-select
-  "tenant_id"
-from
-  "memberships"
-where
-  "user_id" = $1
-  and "status" = $2
-order by
-  "created_at",
-  "tenant_id"
-limit
-  $3;
-
 -- tenant.listMembers [1/2]
 select
   "m"."user_id",
@@ -141,16 +116,6 @@ where
 delete from "memberships"
 where
   "user_id" = $1;
-
--- tenant.activateMembership
-update "memberships"
-set
-  "status" = $1,
-  "updated_at" = $2
-where
-  "tenant_id" = $3
-  and "user_id" = $4
-  and "status" = $5;
 
 -- tenant.findMembershipAnyStatus
 select

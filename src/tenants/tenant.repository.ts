@@ -14,30 +14,6 @@ export async function insertMembership(trx: Tx, membership: NewMembership) {
   await trx.insertInto('memberships').values(membership).execute();
 }
 
-export async function findActiveMembership(trx: Tx, tenantId: string, userId: string) {
-  return trx
-    .selectFrom('memberships')
-    .select(['role', 'seat'])
-    .where('tenant_id', '=', tenantId)
-    .where('user_id', '=', userId)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
-}
-
-/** The tenant the user joined first, for logins that name none. Runs as the system role. */
-export async function findFirstActiveTenantOfUser(trx: Tx, userId: string) {
-  const row = await trx
-    .selectFrom('memberships')
-    .select('tenant_id')
-    .where('user_id', '=', userId)
-    .where('status', '=', 'active')
-    .orderBy('created_at')
-    .orderBy('tenant_id')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.tenant_id;
-}
-
 // No tenant filter here: the request role only sees the current tenant's memberships (row-level security).
 export async function listMembers(trx: Tx, page: { limit: number; offset: number }) {
   return offsetPage(
@@ -103,17 +79,6 @@ export async function updateMembership(trx: Tx, userId: string, changes: { role?
 
 export async function deleteMembership(trx: Tx, userId: string) {
   await trx.deleteFrom('memberships').where('user_id', '=', userId).execute();
-}
-
-export async function activateMembership(trx: Tx, tenantId: string, userId: string): Promise<boolean> {
-  const result = await trx
-    .updateTable('memberships')
-    .set({ status: 'active', updated_at: new Date() })
-    .where('tenant_id', '=', tenantId)
-    .where('user_id', '=', userId)
-    .where('status', '=', 'invited')
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
 }
 
 /** Membership of one user in one tenant, whatever its status (system role). */

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { components } from '../../generated/api.ts';
-import * as authRepo from '../auth/auth.repository.ts';
+import { findSession, findUserByEmail, insertInvitationToken, insertInvitedUser, revokeUserLogins } from '../auth/auth.service.ts';
 import { newOpaqueToken } from '../auth/tokens.ts';
-import * as conversationRepo from '../conversations/conversation.repository.ts';
+import { releaseConversationsOf } from '../conversations/conversation.service.ts';
 import type { PlanLimits } from '../billing/billing.service.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import { SessionCache } from '../auth/session-cache.ts';
@@ -43,6 +43,13 @@ const toMemberDto = (m: { user_id: string; email: string; name: string; role: Ro
   created_at: m.created_at.toISOString(),
 });
 
+/** A new tenant and its owner's membership, in the caller's transaction (tenant creation and registration). */
+export async function createTenantWithOwner(trx: Tx, input: { name: string; timezone: string; ownerId: string }): Promise<TenantDto> {
+  const tenant = await repo.insertTenant(trx, { id: newId('tenant'), name: input.name, timezone: input.timezone });
+  await repo.insertMembership(trx, { tenant_id: tenant.id, user_id: input.ownerId, role: 'owner', seat: 'full' });
+  return toTenantDto(tenant);
+}
+
 export class TenantService {
   readonly #database: Database;
   readonly #sessions: SessionCache;
@@ -65,18 +72,14 @@ export class TenantService {
   /** Whether the caller's login is live, and their role and seat in the tenant if they are an active member. */
   findSession(tenantId: string, userId: string, sessionId: string) {
     return this.#sessions.lookup(tenantId, userId, sessionId, () =>
-      this.#database.asSystem((trx) => authRepo.findSession(trx, tenantId, userId, sessionId)),
+      this.#database.asSystem((trx) => findSession(trx, tenantId, userId, sessionId)),
     );
   }
 
   async createTenant(user: UserPrincipal, input: components['schemas']['TenantCreate']): Promise<TenantDto> {
     const timezone = input.timezone ?? 'UTC';
     if (!isValidTimeZone(timezone)) throw invalidTimeZone();
-    return this.#database.asSystem(async (trx) => {
-      const tenant = await repo.insertTenant(trx, { id: newId('tenant'), name: input.name, timezone });
-      await repo.insertMembership(trx, { tenant_id: tenant.id, user_id: user.userId, role: 'owner', seat: 'full' });
-      return toTenantDto(tenant);
-    });
+    return this.#database.asSystem((trx) => createTenantWithOwner(trx, { name: input.name, timezone, ownerId: user.userId }));
   }
 
   // A caller only ever reaches its own tenant: any other id is "not found", whether it exists or not.
@@ -119,28 +122,20 @@ export class TenantService {
       .asSystem(async (trx) => {
         const tenant = await repo.findTenant(trx, tenantId);
         if (!tenant) throw notFound('Tenant');
-        const existing = await authRepo.findUserByEmail(trx, input.email);
+        const existing = await findUserByEmail(trx, input.email);
         if (existing && (await repo.findMembershipAnyStatus(trx, tenantId, existing.id))) throw conflict('That person is already a member of this tenant');
         if (seat === 'full') await this.#limits.assertSeatsAvailable(trx, tenantId, 1);
         if (existing) {
           await repo.insertMembership(trx, { tenant_id: tenantId, user_id: existing.id, role: input.role, seat, status: 'active' });
           return { tenant, userId: existing.id, email: existing.email, invited: false };
         }
-        const created = await authRepo.insertUser(trx, {
+        const created = await insertInvitedUser(trx, {
           id: newId('user'),
           email: input.email,
           name: input.email.split('@')[0]!.slice(0, 200) || input.email,
-          password_hash: null,
         });
         await repo.insertMembership(trx, { tenant_id: tenantId, user_id: created.id, role: input.role, seat, status: 'invited' });
-        await authRepo.insertMailToken(trx, {
-          id: newId('session'),
-          purpose: 'invitation',
-          user_id: created.id,
-          tenant_id: tenantId,
-          token_hash: invitation.hash,
-          expires_at: new Date(Date.now() + INVITATION_TTL_MS),
-        });
+        await insertInvitationToken(trx, { userId: created.id, tenantId, hash: invitation.hash, expiresAt: new Date(Date.now() + INVITATION_TTL_MS) });
         return { tenant, userId: created.id, email: created.email, invited: true };
       })
       .catch((err) => {
@@ -188,7 +183,7 @@ export class TenantService {
       }
       // Department memberships go with it (foreign key cascade); their conversations wait for someone else.
       await repo.deleteMembership(trx, userId);
-      for (const conversationId of await conversationRepo.releaseConversationsOf(trx, userId, new Date())) {
+      for (const conversationId of await releaseConversationsOf(trx, userId, new Date())) {
         await emit(
           'conversation.assigned',
           { conversation_id: conversationId, assigned_user_id: null, previous_assigned_user_id: userId },
@@ -196,7 +191,7 @@ export class TenantService {
         );
       }
     });
-    await this.#database.asSystem((trx) => authRepo.revokeUserFamilies(trx, userId, new Date(), tenantId));
+    await this.#database.asSystem((trx) => revokeUserLogins(trx, userId, new Date(), tenantId));
     this.#sessions.changed({ userId, tenantId });
     return { id: userId, deleted: true };
   }

@@ -17,6 +17,9 @@ const RECENT_CONVERSATIONS = 50;
 /** For other features' work inside their transactions: whether the visitor exists in this tenant. */
 export const visitorExists = (trx: Tx, id: string): Promise<boolean> => visitors.visitorExists(trx, id);
 
+/** Marks visitors as seen now (a live widget socket keeps them on the online list). */
+export const touchVisitors = (trx: Tx, visitorIds: string[], now: Date): Promise<void> => visitors.touchVisitors(trx, visitorIds, now);
+
 /** A returning or new visitor's session: seen now, on this widget, identified when the widget verified them. */
 export async function recordVisitorSession(
   trx: Tx,

@@ -3,21 +3,11 @@ import type { components } from '../../generated/api.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { PlanLimits } from '../billing/billing.service.ts';
 import { VISITOR_TOKEN_TTL_SECONDS } from '../auth/tokens.ts';
-import * as conversationRepo from '../conversations/conversation.repository.ts';
-import { toConversationDto } from '../conversations/conversation.service.ts';
+import { VisitorConversationService } from '../conversations/visitor-conversation.service.ts';
 import type { Database, Tx } from '../db/database.ts';
-import type { Message } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
-import { inTenantTransaction } from '../events/outbox.ts';
-import { messageForVisitor } from '../events/visitor-view.ts';
 import type { VisitorPrincipal } from '../shared/principal.ts';
-import { attachFiles, attachmentsOf } from '../files/file.service.ts';
-import * as messageRepo from '../messages/message.repository.ts';
-import { appendMessage, conversationClosed, toMessageDto } from '../messages/message.service.ts';
-import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
-import { AppError, conflict, forbidden, notFound } from '../shared/errors.ts';
-import { newId } from '../shared/ids.ts';
-import { keysetPageOf } from '../shared/pagination.ts';
+import { AppError, forbidden, notFound } from '../shared/errors.ts';
 import { originAllowed } from './domain.ts';
 import { recordVisitorPage, recordVisitorSession } from '../visitors/visitor.service.ts';
 import { contactForEmail } from '../contacts/contact.service.ts';
@@ -39,28 +29,21 @@ function hashMatches(secret: string, email: string, given: string): boolean {
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-// Internal notes are filtered out before; the view hides who answered.
-const forVisitor = (m: Message, files: ReadonlyMap<string, S['Attachment']>): S['Message'] => messageForVisitor(toMessageDto(m, files));
 /** Whether someone can answer now (routing's availability: online, full seat, under capacity): the widget shows its away message if not. */
 export interface TeamAvailability {
   available(tenantId: string): Promise<boolean>;
 }
 
-/** The visitor's conversations the widget lists, newest activity first. */
-const WIDGET_CONVERSATIONS_SHOWN = 100;
-
 export class WidgetPublicService {
   readonly #database: Database;
-  readonly #bus: EventBus;
   readonly #tokens: TokenService;
-  readonly #limits: PlanLimits;
+  readonly #conversations: VisitorConversationService;
   readonly #team: TeamAvailability;
 
   constructor(deps: { database: Database; bus: EventBus; tokens: TokenService; limits: PlanLimits; team: TeamAvailability }) {
     this.#database = deps.database;
-    this.#bus = deps.bus;
     this.#tokens = deps.tokens;
-    this.#limits = deps.limits;
+    this.#conversations = new VisitorConversationService(deps);
     this.#team = deps.team;
   }
 
@@ -138,89 +121,24 @@ export class WidgetPublicService {
     return { recorded: true };
   }
 
-  async listConversations(visitor: VisitorPrincipal): Promise<S['WidgetConversationList']> {
-    const rows = await this.#database.withTenant(visitor.tenantId, (trx) =>
-      conversationRepo.listVisitorConversations(trx, visitor.visitorId, WIDGET_CONVERSATIONS_SHOWN),
-    );
-    return { data: rows.map(toWidgetConversation) };
+  listConversations(visitor: VisitorPrincipal): Promise<S['WidgetConversationList']> {
+    return this.#conversations.listConversations(visitor);
   }
 
-  async startConversation(visitor: VisitorPrincipal, content: string, attachmentIds: string[] = []): Promise<S['WidgetConversation']> {
-    return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
-      // Past the plan's conversations the start is refused whole (402, nothing stored) and the widget keeps
-      // the visitor's text and says the team cannot take new chats now (docs/billing.md).
-      await this.#limits.assertConversationAvailable(trx, visitor.tenantId);
-      const now = new Date();
-      const id = newId('conversation');
-      // The widget's bot, while it is enabled, takes the conversation first: no agent is picked.
-      const bot = await this.#botOf(trx, visitor.widgetId);
-      await conversationRepo.insertConversation(trx, {
-        id,
-        tenant_id: visitor.tenantId,
-        status: 'open',
-        priority: 'normal',
-        subject: null,
-        visitor_id: visitor.visitorId,
-        contact_id: visitor.contactId,
-        department_id: null,
-        assigned_user_id: null,
-        widget_id: visitor.widgetId,
-        ...(bot ? { bot_id: bot.id, bot_state: 'active' as const } : {}),
-        now,
-      });
-      const created = await conversationRepo.findConversation(trx, id, visitor.visitorId);
-      await emit('conversation.created', { conversation_id: id, conversation: toConversationDto(created!) }, { conversationId: id });
-      const attachments = await attachFiles(trx, id, attachmentIds, { kind: 'visitor', visitorId: visitor.visitorId }, now);
-      await appendMessage(trx, emit, { id, tenant_id: visitor.tenantId }, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content, attachments }, now);
-      return this.#own(trx, visitor, id);
-    });
+  startConversation(visitor: VisitorPrincipal, content: string, attachmentIds: string[] = []): Promise<S['WidgetConversation']> {
+    return this.#conversations.startConversation(visitor, content, attachmentIds, (trx) => this.#botOf(trx, visitor.widgetId));
   }
 
-  async listMessages(visitor: VisitorPrincipal, conversationId: string, page: { limit: number; cursor?: string }): Promise<S['MessageList']> {
-    const before = page.cursor ? decodeCursor(page.cursor) : undefined;
-    return this.#database.withTenant(visitor.tenantId, async (trx) => {
-      await this.#own(trx, visitor, conversationId);
-      const { rows, hasMore, total } = await messageRepo.listMessages(
-        trx,
-        conversationId,
-        { limit: page.limit, ...(before ? { before } : {}) },
-        { publicOnly: true },
-      );
-      const files = await attachmentsOf(trx, rows);
-      return {
-        data: rows.map((row) => forVisitor(row, files)),
-        pagination: keysetPageOf(rows, { limit: page.limit, hasMore, total }, (last) => encodeCursor(last.created_at, last.id)),
-      };
-    });
+  listMessages(visitor: VisitorPrincipal, conversationId: string, page: { limit: number; cursor?: string }): Promise<S['MessageList']> {
+    return this.#conversations.listMessages(visitor, conversationId, page);
   }
 
-  async sendMessage(visitor: VisitorPrincipal, conversationId: string, content: string, attachmentIds: string[] = []): Promise<S['Message']> {
-    return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
-      await this.#own(trx, visitor, conversationId);
-      const conversation = await conversationRepo.lockConversation(trx, conversationId);
-      if (conversation!.status === 'closed') throw conversationClosed();
-      const now = new Date();
-      const attachments = await attachFiles(trx, conversationId, attachmentIds, { kind: 'visitor', visitorId: visitor.visitorId }, now);
-      return appendMessage(trx, emit, conversation!, { sender_type: 'visitor', sender_id: visitor.visitorId, type: 'text', content, attachments }, now);
-    });
+  sendMessage(visitor: VisitorPrincipal, conversationId: string, content: string, attachmentIds: string[] = []): Promise<S['Message']> {
+    return this.#conversations.sendMessage(visitor, conversationId, content, attachmentIds);
   }
 
-  async answerSurvey(visitor: VisitorPrincipal, conversationId: string, input: S['SurveyAnswerCreate']): Promise<S['SurveyAnswer']> {
-    return inTenantTransaction(this.#database, this.#bus, visitor.tenantId, async (trx, emit) => {
-      await this.#own(trx, visitor, conversationId);
-      const survey = await conversationRepo.lockLatestSurvey(trx, conversationId);
-      if (!survey) throw conflict('No satisfaction survey is waiting: the conversation has not been closed');
-      if (survey.status !== 'pending') throw conflict('The satisfaction survey was already answered');
-      const answeredAt = new Date();
-      const comment = input.comment ?? null;
-      await conversationRepo.recordSurveyAnswer(trx, survey.id, { rating: input.rating, comment, answeredAt });
-      await emit(
-        'csat.submitted',
-        { conversation_id: conversationId, survey_id: survey.id, rating: input.rating, comment },
-        { conversationId, internal: true },
-      );
-      return { survey_id: survey.id, conversation_id: conversationId, rating: input.rating, comment, answered_at: answeredAt.toISOString() };
-    });
+  answerSurvey(visitor: VisitorPrincipal, conversationId: string, input: S['SurveyAnswerCreate']): Promise<S['SurveyAnswer']> {
+    return this.#conversations.answerSurvey(visitor, conversationId, input);
   }
 
   async #botOf(trx: Tx, widgetId: string) {
@@ -230,22 +148,4 @@ export class WidgetPublicService {
     const bot = await botInTransaction(trx, botId);
     return bot?.enabled ? bot : undefined;
   }
-
-  // A conversation of this visitor, or "not found" (whoever else it belongs to).
-  async #own(trx: Tx, visitor: VisitorPrincipal, conversationId: string): Promise<S['WidgetConversation']> {
-    const row = await conversationRepo.findVisitorConversation(trx, conversationId, visitor.visitorId);
-    if (!row) throw notFound('Conversation');
-    return toWidgetConversation(row);
-  }
-}
-
-function toWidgetConversation(row: conversationRepo.VisitorConversationRow): S['WidgetConversation'] {
-  return {
-    id: row.id,
-    status: row.status === 'closed' ? 'closed' : 'open',
-    last_message: row.last_message,
-    last_message_at: row.last_message_at?.toISOString() ?? null,
-    created_at: row.created_at.toISOString(),
-    survey: row.survey ? { ...row.survey, answered_at: row.survey.answered_at ? new Date(row.survey.answered_at).toISOString() : null } : null,
-  };
 }

@@ -12,7 +12,7 @@ import { applicableHours, statusOf } from '../hours/hours.service.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import type { Job } from '../jobs/scheduler.ts';
 import type { Mailer } from '../mail/mailer.ts';
-import { visitorTranscript } from '../messages/message.service.ts';
+import { visitorTranscript } from '../conversations/message.service.ts';
 import { envelopeOf } from '../events/envelope.ts';
 import { AppError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';

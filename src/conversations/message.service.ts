@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { components } from '../../generated/api.ts';
-import * as conversationRepo from '../conversations/conversation.repository.ts';
+import * as conversationRepo from './conversation.repository.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { Message, MessageSenderType, MessageType } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
