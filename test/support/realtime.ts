@@ -38,6 +38,10 @@ export async function startRealtime(
     config?: Partial<AppDeps['config']>;
     /** Replaces the in-memory presence tracker (without redisUrl). */
     presence?: PresenceTracker;
+    /** Replaces the harness's in-memory mailer (the app's setup test reads mail from files). */
+    mailer?: AppDeps['mailer'];
+    /** A port known beforehand (APP_URL, which mail links use, names it); 0 by default. */
+    port?: number;
   } = {},
 ): Promise<RealtimeServer> {
   const h = await getHarness();
@@ -54,7 +58,7 @@ export async function startRealtime(
   }
   const bus = new EventBus();
   const config = { ...h.deps.config, ...options.config };
-  const { app, services } = buildApp({ ...h.deps, config, database, bus, presence, tickets });
+  const { app, services } = buildApp({ ...h.deps, ...(options.mailer ? { mailer: options.mailer } : {}), config, database, bus, presence, tickets });
   const server: Server = createServer(app);
   const gateway = new RealtimeGateway({
     database: options.streamDatabase ?? database,
@@ -72,7 +76,7 @@ export async function startRealtime(
     options: options.gateway ?? {},
   });
   gateway.attach(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   return {
     app,

@@ -57,6 +57,8 @@ export function AppRoutes() {
       <Routes>
         <Route path="/inbox/:view/:conversationId?" element={<Inbox />} />
         <Route path="/setup/:step?" element={later(<SetupGuide />)} />
+        {/* Just signed up: the guide comes next. */}
+        <Route path="/signup" element={<Navigate to="/setup/workspace" replace />} />
         <Route path="/settings/:section?" element={later(<SettingsLayout />)} />
         <Route path="/verify-email" element={later(<VerifyEmailPage />)} />
         <Route path="/reset-password" element={later(<ResetPasswordPage />)} />

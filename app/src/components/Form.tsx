@@ -157,8 +157,9 @@ function CopyButton({ value, label }: { value: string; label: string }) {
     }
   };
   return (
-    <button type="button" onClick={() => void copy()} aria-label={`Copy ${label.toLowerCase()}`}>
+    <button type="button" onClick={() => void copy()}>
       {copied ? 'Copied' : 'Copy'}
+      <span className="visually-hidden"> {label.toLowerCase()}</span>
     </button>
   );
 }

@@ -3,7 +3,7 @@
 // presses the button (mail scanners open links, and would use a single-use token up).
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useRef } from 'react';
-import { Link, useNavigate, useSearchParams } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { Field, FormError } from '../../../components/Form.tsx';
 import { fetchClient, isProblem, session } from '../../../lib/api.ts';
 import { useSession } from '../../../lib/hooks.ts';
@@ -159,17 +159,14 @@ export function ForgotPasswordPage() {
 export function AcceptInvitationPage() {
   const [params] = useSearchParams();
   const token = params.get('token');
-  const navigate = useNavigate();
   const accept = useMutation({
     mutationFn: async (body: { name: string; password: string }) => {
       const { data, error } = await fetchClient.POST('/v1/auth/accept-invitation', { body: { token: token ?? '', ...body } });
       if (error) throw error;
       return data;
     },
-    onSuccess: (tokens) => {
-      session.start(tokens);
-      void navigate('/inbox/mine', { replace: true });
-    },
+    // Logged in, the app's routes change and lead to the inbox.
+    onSuccess: (tokens) => session.start(tokens),
   });
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();

@@ -1,6 +1,6 @@
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef } from 'react';
-import { Link, useNavigate } from 'react-router';
+import { Link } from 'react-router';
 import { Field, FormError } from '../../../components/Form.tsx';
 import { fetchClient, type Schemas, session } from '../../../lib/api.ts';
 
@@ -15,7 +15,6 @@ const timezone = () => {
 /** A new business: its workspace (the tenant) and its owner, logged in at once and sent to the guide. */
 export function SignUpPage() {
   const heading = useRef<HTMLHeadingElement>(null);
-  const navigate = useNavigate();
   useEffect(() => {
     document.title = 'Sign up · Customer Chat';
     heading.current?.focus();
@@ -26,10 +25,8 @@ export function SignUpPage() {
       if (error) throw error;
       return data;
     },
-    onSuccess: (answer) => {
-      session.start(answer);
-      void navigate('/setup/workspace', { replace: true });
-    },
+    // Logged in, the app's routes change: /signup then leads to the guide (app/routes.tsx).
+    onSuccess: (answer) => session.start(answer),
   });
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
