@@ -84,6 +84,8 @@ export interface AppDeps {
     retention?: Pick<Config['retention'], 'idempotencyKeyMs'>;
     /** Which webhook URLs are accepted; default: any http(s) address (tests). */
     webhooks?: Pick<Config['webhooks'], 'allowPrivate' | 'requireHttps'>;
+    /** The validator's fast paths (route lookup, compilation, parameter rewriting); default on. DEPENDENCY_PATCHES. */
+    dependencyPatches?: boolean;
     /** Bearer token of GET /api/metrics; unset, the endpoint does not exist. */
     metricsToken?: string | undefined;
     /** Unset: no payment provider (the self-hosted plan). */
@@ -241,7 +243,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
   const json = declaredBodyParser(contract, express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limits = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
-  app.use(validatorWithAccess(contract, deps.config.validateResponses, [json, accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
+  app.use(validatorWithAccess(contract, deps.config.validateResponses, deps.config.dependencyPatches !== false, [json, accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
   const router = express.Router();
   mountOperations(router, contract, handlers);
   app.use(contract.basePath, router);
@@ -269,10 +271,13 @@ function outcome(req: express.Request, res: express.Response) {
 // know the caller) in the place of its security step: after the operation is matched, before the
 // request is validated. The body is parsed first there (a body over the limit is a 413 before a 401), only
 // for operations that declare one; the input guard and the undeclared-body check come last: 401 and 403 before any 400.
-function validatorWithAccess(contract: Contract, validateResponses: boolean, access: RequestHandler[]): RequestHandler[] {
-  indexRouteLookup();
-  compileValidatorsWithoutPaths();
-  skipPlainParameterMutation();
+function validatorWithAccess(contract: Contract, validateResponses: boolean, patched: boolean, access: RequestHandler[]): RequestHandler[] {
+  // They change the validator's modules for the whole process: once on, every app of the process has them.
+  if (patched) {
+    indexRouteLookup();
+    compileValidatorsWithoutPaths();
+    skipPlainParameterMutation();
+  }
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
     // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking

@@ -69,6 +69,7 @@ export async function startService(config: Config): Promise<RunningService> {
     dataDir: config.dataDir,
     poolMax: config.databasePoolMax,
     namedStatements: config.databaseNamedStatements,
+    patchedClient: config.dependencyPatches,
     template: config.pgliteTemplate,
     onConnectionError: (err) => logger.warn({ err }, 'database connection lost'),
   });

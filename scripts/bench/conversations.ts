@@ -154,6 +154,9 @@ for (const size of sizes) {
   // of them before the next: the sends, which add messages, come last, so every server reads the same data.
   if (onPGlite) app = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', ...appEnv, ...pgliteCopy('on') });
   const appOff = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'false', ...appEnv, ...(onPGlite ? pgliteCopy('off') : {}) });
+  // pg and the validator as published (DEPENDENCY_PATCHES=false), validating responses as the first does:
+  // what the patches of their internals buy (docs/architecture.md, "Patched dependencies").
+  const appPlain = await startServer('src/server.ts', { VALIDATE_RESPONSES: 'true', DEPENDENCY_PATCHES: 'false', ...appEnv, ...(onPGlite ? pgliteCopy('plain') : {}) });
   const baseline = await startServer('scripts/bench/baseline-server.ts', {
     BASELINE_CAPTURE: captureFile,
     ...(onPGlite ? { BASELINE_PGLITE_DIR: pgliteCopy('ideal').DATABASE_URL.slice('pglite://'.length) } : {}),
@@ -164,6 +167,7 @@ for (const size of sizes) {
   const servers: [string, string, () => number][] = [
     ['app, validation on', app.url, app.cpuSeconds],
     ['app, validation off', appOff.url, appOff.cpuSeconds],
+    ['app, unpatched', appPlain.url, appPlain.cpuSeconds],
     ['ideal node:http+pg', baseline.url, baseline.cpuSeconds],
     ...(namedBaseline ? [['ideal, named', namedBaseline.url, namedBaseline.cpuSeconds] as [string, string, () => number]] : []),
   ];
@@ -210,7 +214,7 @@ for (const size of sizes) {
     const on = results.find(([n]) => n.endsWith('on'))![1];
     for (const [server, x] of results) {
       const ratio = x.requests.average / base.requests.average;
-      const key = `${endpoint}.${label}.${server === 'ideal, named' ? 'ideal_named' : server.startsWith('ideal') ? 'ideal' : server.endsWith('on') ? 'validation_on' : 'validation_off'}`;
+      const key = `${endpoint}.${label}.${server === 'ideal, named' ? 'ideal_named' : server.startsWith('ideal') ? 'ideal' : server.endsWith('unpatched') ? 'unpatched' : server.endsWith('on') ? 'validation_on' : 'validation_off'}`;
       figures[`${key}.req_s`] = Math.round(x.requests.average);
       figures[`${key}.p50_ms`] = x.latency.p50;
       figures[`${key}.p99_ms`] = x.latency.p99;
@@ -231,8 +235,13 @@ for (const size of sizes) {
     const cost = 1 - on.requests.average / off.requests.average;
     figures[`${endpoint}.${label}.validation_cost`] = Number(cost.toFixed(3));
     console.log(`${''.padEnd(6)} ${''.padEnd(33)} response validation costs ${(cost * 100).toFixed(0)}% of req/s`);
+    const plain = results.find(([n]) => n.endsWith('unpatched'))![1];
+    // What the patches of pg's and the validator's internals buy: throughput with them over without.
+    const gain = on.requests.average / plain.requests.average - 1;
+    figures[`${endpoint}.${label}.patches_gain`] = Number(gain.toFixed(3));
+    console.log(`${''.padEnd(6)} ${''.padEnd(33)} the dependency patches add ${(gain * 100).toFixed(0)}% of req/s`);
   }
-  await Promise.all([app.stop(), appOff.stop(), baseline.stop(), namedBaseline?.stop()]);
+  await Promise.all([app.stop(), appOff.stop(), appPlain.stop(), baseline.stop(), namedBaseline?.stop()]);
   if (pgliteRoot) rmSync(pgliteRoot, { recursive: true, force: true });
 }
 await database?.close();

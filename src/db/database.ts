@@ -58,7 +58,17 @@ export interface DatabaseOptions {
    * (PgBouncer in transaction mode before 1.21).
    */
   namedStatements?: boolean;
+  /**
+   * On PostgreSQL, the pool's client is ServiceClient (the default): it writes a transaction's BEGIN and
+   * settings in front of its first statement, one round trip, by replacing pg.Client's query. Off, the pool
+   * runs pg.Client as published: BEGIN and the settings are statements of their own, and the named
+   * statements are not used (DEPENDENCY_PATCHES; docs/architecture.md).
+   */
+  patchedClient?: boolean;
 }
+
+/** The pg release ServiceClient and BeginThen were written against: test/dependency-patches.test.ts fails on another. */
+export const PATCHED_PG_VERSION = '8.23.1';
 
 /** The text asRole sends for its BEGIN on PostgreSQL: ServiceClient holds it back for the transaction's first statement. */
 export const BEGIN_MARK = '/* chat: begin with settings */';
@@ -321,7 +331,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const pool = new pg.Pool({
       connectionString: url,
       max: options.poolMax,
-      Client: ServiceClient,
+      ...(options.patchedClient === false ? {} : { Client: ServiceClient }),
       // Read by ServiceClient (the pool hands its options to each client).
       namedStatements: options.namedStatements !== false,
       types: {
@@ -333,7 +343,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     } as pg.PoolConfig);
     survivePoolErrors(pool, options.onConnectionError ?? (() => undefined));
     const stats = () => ({ inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
-    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), stats);
+    return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), stats, options.patchedClient !== false);
   }
   let dataDir: string | undefined;
   if (url === 'pglite://memory') {
@@ -379,11 +389,11 @@ const logOption = (options: DatabaseOptions) =>
       }
     : {};
 
-function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats']): Database {
+function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats'], patchedClient = false): Database {
   const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
     // On PostgreSQL the BEGIN and settings travel with the transaction's first statement, one round trip
     // for all three (ServiceClient); the tenant goes as a parameter.
-    if (kind === 'postgres') {
+    if (patchedClient) {
       return db.connection().execute(async (conn) => {
         let result: T;
         try {

@@ -7,3 +7,6 @@ import { createRequire } from 'node:module';
  * what they patch.
  */
 export const requireFromValidator = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
+
+/** The express-openapi-validator release the patches were written against: test/dependency-patches.test.ts fails on another. */
+export const PATCHED_VALIDATOR_VERSION = '5.6.2';

@@ -20,8 +20,12 @@ const memoryMailer: Mailer = {
   close: async () => undefined,
 };
 
+/** DEPENDENCY_PATCHES=false runs pg and the validator as published (.ci/run runs a pass so). */
+export const DEPENDENCY_PATCHES = process.env.DEPENDENCY_PATCHES !== 'false';
+
 export const TEST_CONFIG: AppDeps['config'] = {
   validateResponses: true,
+  dependencyPatches: DEPENDENCY_PATCHES,
   appUrl: 'http://app.test',
   // High enough that the suite never meets it; the rate-limit tests build apps with low limits.
   rateLimits: { perMinute: 1_000_000, login: 1_000_000, forgotPassword: 1_000_000, widgetSessions: 1_000_000, widgetConversations: 1_000_000, widgetMessages: 1_000_000, widgetUploads: 1_000_000 },
@@ -66,7 +70,7 @@ export function getHarness(): Promise<Harness> {
 }
 
 export async function openTestDatabase(databaseUrl: string | undefined): Promise<Database> {
-  const database = await openDatabase({ databaseUrl: databaseUrl ?? 'pglite://memory', dataDir: '.', poolMax: 10 });
+  const database = await openDatabase({ databaseUrl: databaseUrl ?? 'pglite://memory', dataDir: '.', poolMax: 10, patchedClient: DEPENDENCY_PATCHES });
   await migrateToLatest(database.db);
   return database;
 }
