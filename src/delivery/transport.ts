@@ -39,9 +39,8 @@ const digest = Buffer.alloc(32);
  * A `v1,<base64>` signature byte for byte as standardwebhooks' `sign` makes it: HMAC-SHA256 of
  * "{id}.{seconds}.{body}" in UTF-8, with the JavaScript SHA-256 it uses (fast-sha256), but with each key's
  * HMAC state kept instead of made anew. node:crypto's createHmac, made per signature, was dearer in place
- * than the hashing itself, though a microbenchmark of the two favoured it: in bench:webhooks, alternating
- * runs, the dispatcher reached 0.71 to 0.76 of the bare loop with this signer against 0.64 to 0.69 with
- * createHmac (and 0.74 to 0.77 with no signing at all).
+ * than the hashing itself, though a microbenchmark of the two favoured it (bench:webhooks, alternating runs
+ * of the dispatcher with each signer, and with none).
  */
 export function signature(secret: string, messageId: string, at: Date, body: string): string {
   const text = `${messageId}.${Math.floor(at.getTime() / 1000)}.${body}`;
@@ -215,9 +214,8 @@ let undici: Promise<Undici> | undefined;
 /**
  * Posts with undici's dispatcher, which follows no redirect (a 3xx is a failure like any non-2xx), refuses
  * non-public addresses unless `allowPrivate`, and keeps connections alive for the next delivery to the same
- * receiver. The timeout covers the whole exchange. In bench:webhooks on PostgreSQL it took the service's
- * CPU per delivery from 136-186 µs with node:http to 80-156 (median 95), and its drains from a median 0.71
- * of the bare node:http loop to 1.00 (runs in turn).
+ * receiver. The timeout covers the whole exchange. It costs the service less CPU per delivery than
+ * node:http did, and its drains keep pace with the bare node:http loop (bench:webhooks, runs in turn).
  */
 export function createTransport(options: {
   allowPrivate: boolean;

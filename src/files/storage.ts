@@ -254,8 +254,8 @@ const SPOOL_CHUNK_BYTES = 256 * 1024;
 /**
  * Writes a file's bytes into a stream and ends it, through two buffers filled in turn, each read into only
  * once the stream has taken its last write. A read stream makes a fresh buffer per read, a gigabyte of
- * them for 50 uploads of 20 MiB, each to be collected: reusing two per upload took the service's CPU per
- * MB stored on S3 from 7.6–8.7 ms to 5.7–7.1 (bench:files, three interleaved runs each).
+ * them for 50 uploads of 20 MiB, each to be collected: reusing two per upload costs the service less CPU
+ * per MB stored on S3 (bench:files, interleaved runs).
  */
 async function sendFile(path: string, out: Writable): Promise<void> {
   // A request whose connection the store dropped does not always call back the write it held: waiting for

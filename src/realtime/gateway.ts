@@ -37,11 +37,10 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   maxBufferedBytes: 1024 * 1024,
   maxFrameBytes: 64 * 1024,
   retentionMs: 7 * 24 * 3600 * 1000,
-  // bench:messages, 100 sockets and ten senders of one tenant on PostgreSQL: without a gap a read per commit
-  // or so. Each read is a write to every socket, and a read on every client: with 10 ms the sends reached
-  // 0.73 to 0.79 of their rate with no socket open, with 25 ms 0.82 to 0.91 (six alternating pairs), for a
-  // delivery p99 of about 30 ms instead of 15 at half the full rate. A quiet tenant's news waits for no gap,
-  // a busy one's at most this.
+  // Without a gap a busy tenant's sockets would read once per commit or so, and each read is a write to
+  // every socket and a read on every client: 25 ms kept more of the send rate than 10 ms for a delivery p99
+  // still in tens of milliseconds (bench:messages, alternating pairs). A quiet tenant's news waits for no
+  // gap, a busy one's at most this.
   readGapMs: 25,
 };
 

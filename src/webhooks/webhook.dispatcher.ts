@@ -61,17 +61,16 @@ const RECORD_BATCH = 500;
 /**
  * How long outcomes wait for others to be written with them: recording sooner delays no delivery. Each record
  * pass is a transaction (its round trips, its commit's flush): in bench:webhooks on PostgreSQL, 50 ms instead
- * of 10 read higher in each of seven alternating pairs (six of 4,000 deliveries: median 0.675 of the bare loop
- * against 0.605, the database's CPU per delivery 40 µs against 52; one of 16,000: 0.59 against 0.50). Never
- * more than a quarter of the lease's margin.
+ * of 10 drained faster and cost the database less CPU per delivery in every alternating pair. Never more than
+ * a quarter of the lease's margin.
  */
 const RECORD_DELAY_MS = 50;
 /** Claims are sized to last this long at the recent pace of attempts. */
 const CLAIM_AHEAD_MS = 150;
 /** An endpoint whose last attempt took longer than this (or the timeout's half, if less) is slow. */
 const SLOW_ATTEMPT_MS = 1000;
-// A quarter of a second: a pace read over a whole second trailed a backlog's first second (1,000 ms: 2,800 to
-// 4,400 deliveries/s on a fresh database; 250 ms: 4,900 to 8,400).
+// A quarter of a second: a pace read over a whole second trailed a backlog's first second, and the first
+// second's sending with it (bench:webhooks).
 const PACE_WINDOW_MS = 250;
 /** Bounds of a claim, in rounds of the slots. */
 const MIN_CLAIM_ROUNDS = 4;

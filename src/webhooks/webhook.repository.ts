@@ -143,8 +143,8 @@ export async function claimDueDeliveries(
   leaseMs: number,
   exceptWebhookIds: string[] = [],
 ): Promise<ClaimedDelivery[]> {
-  // Written as SQL, not built: Kysely made this statement's tree anew at every claim, about 1 ms of the
-  // dispatcher's thread per claim under bench:webhooks (5 µs a delivery), the thread a drain waits on.
+  // Written as SQL, not built: Kysely made this statement's tree anew at every claim, a visible share of the
+  // dispatcher's thread per claim under bench:webhooks, the thread a drain waits on.
   // The endpoints are joined to the rows the update returns, not in the update: joined there, the planner
   // looked the claimed rows up through the endpoint's index of every delivery it ever had.
   const except = exceptWebhookIds.length > 0 ? sql`and d.webhook_id <> all(${exceptWebhookIds}::text[])` : sql``;
