@@ -77,6 +77,8 @@ try {
 } catch {
   // Storage refused: nothing kept anyway.
 }
+// A preview never takes the focus from the form beside it (the bubble focuses its input as it opens).
+HTMLElement.prototype.focus = function focus() {};
 const script = document.createElement('script');
 script.src = '/widget.js';
 script.async = true;
