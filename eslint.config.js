@@ -29,6 +29,9 @@ export const features = {
   'canned-responses': ['db', 'http', 'shared'],
   departments: ['db', 'http', 'shared'],
   hours: ['db', 'http', 'shared'],
+  labels: ['db', 'events', 'http', 'shared'],
+  snooze: ['db', 'events', 'http', 'jobs', 'shared'],
+  reports: ['db', 'hours', 'http', 'shared'],
   team: ['db', 'http', 'presence', 'shared'],
   visitors: ['contacts', 'db', 'http', 'shared'],
   auth: ['db', 'http', 'mail', 'redis', 'shared'],
@@ -37,13 +40,14 @@ export const features = {
   billing: ['db', 'files', 'http', 'shared'],
   webhooks: ['db', 'delivery', 'events', 'http', 'mail', 'metrics', 'shared'],
   bots: ['api-keys', 'canned-responses', 'db', 'delivery', 'events', 'http', 'metrics', 'shared', 'webhooks'],
-  conversations: ['auth', 'billing', 'bots', 'contacts', 'db', 'events', 'files', 'http', 'presence', 'shared', 'visitors'],
+  conversations: ['auth', 'billing', 'bots', 'contacts', 'db', 'events', 'files', 'http', 'presence', 'reports', 'shared', 'snooze', 'visitors'],
+  search: ['conversations', 'db', 'http', 'shared'],
   tenants: ['auth', 'billing', 'conversations', 'db', 'events', 'http', 'mail', 'shared'],
   realtime: ['auth', 'conversations', 'db', 'events', 'http', 'presence', 'redis', 'shared', 'visitors'],
   routing: ['conversations', 'db', 'events', 'http', 'jobs', 'presence', 'realtime', 'shared'],
   retention: ['db', 'files', 'jobs', 'shared'],
   widgets: ['auth', 'billing', 'bots', 'contacts', 'conversations', 'db', 'events', 'hours', 'http', 'shared', 'visitors'],
-  workflows: ['contacts', 'conversations', 'db', 'delivery', 'events', 'hours', 'http', 'jobs', 'mail', 'metrics', 'shared', 'webhooks'],
+  workflows: ['contacts', 'conversations', 'db', 'delivery', 'events', 'hours', 'http', 'jobs', 'labels', 'mail', 'metrics', 'shared', 'webhooks'],
 };
 
 export default tseslint.config(

@@ -796,6 +796,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{id}/labels/{label_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+                /** @description Label identifier */
+                label_id: components["parameters"]["LabelIdInPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put a label on a conversation
+         * @description Emits conversation.label_added; a label the conversation carries already changes nothing (200, no event). Closed conversations take labels too.
+         */
+        post: operations["addConversationLabel"];
+        /**
+         * Take a label off a conversation
+         * @description Emits conversation.label_removed; a label the conversation does not carry changes nothing (200, no event).
+         */
+        delete: operations["removeConversationLabel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{id}/reopen": {
         parameters: {
             query?: never;
@@ -815,6 +844,34 @@ export interface paths {
          *     409 ERR_CONVERSATION_NOT_CLOSED.
          */
         post: operations["reopenConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/snooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a conversation aside
+         * @description Until a time (`until`), until the visitor writes again (`until_reply: true`), or both, whichever
+         *     comes first; the status stays what it was. The conversation list leaves snoozed conversations out
+         *     when asked with `snoozed=false`. When the time comes (a scheduled job, within about half a minute)
+         *     or the visitor writes, the snooze ends with conversation.unsnoozed. Emits conversation.snoozed.
+         *     A closed conversation is 409 ERR_CONVERSATION_CLOSED; a time not in the future, or neither
+         *     field, is 400.
+         */
+        post: operations["snoozeConversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -842,6 +899,29 @@ export interface paths {
          *     conversation.transferred. A closed conversation is 409 ERR_CONVERSATION_CLOSED.
          */
         post: operations["transferConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/unsnooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Bring a snoozed conversation back now
+         * @description Emits conversation.unsnoozed (reason `member`); a conversation not snoozed changes nothing (200, no event).
+         */
+        post: operations["unsnoozeConversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1127,6 +1207,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant's labels
+         * @description By name.
+         */
+        get: operations["listLabels"];
+        put?: never;
+        /**
+         * Create a label
+         * @description Names are unique in the tenant whatever their case (409 ERR_CONFLICT); a tenant has at most 50 labels (409 ERR_CONFLICT).
+         */
+        post: operations["createLabel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/labels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Label identifier */
+                id: components["parameters"]["LabelIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a label
+         * @description It comes off every conversation that carries it.
+         */
+        delete: operations["deleteLabel"];
+        options?: never;
+        head?: never;
+        /** Rename, recolour or describe a label */
+        patch: operations["updateLabel"];
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -1199,6 +1327,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reports/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The same figures per day or per hour
+         * @description One point per day (or hour, `group_by=hour`) of the range in `time_zone`, empty ones included, so
+         *     a chart needs no filling. Same filters and CSV form as the summary (one row per point).
+         */
+        get: operations["getReportSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How fast the team answers and solves, and how satisfied customers are, over a range of days
+         * @description Read from facts written in the transaction of what they describe (a reply, a close, a survey
+         *     answer...), summed per day as they are written. `from` and `to` are calendar days in `time_zone`
+         *     (the tenant's by default), both included, at most 400 days. Narrow to a department, an agent
+         *     (the facts they wrote: responses, and closes of conversations assigned to them) or a label (the
+         *     conversations carrying it now). Durations are seconds; each also counted only within the business
+         *     hours of the conversation's department (or the tenant's) when hours are set. `format=csv` or
+         *     `Accept: text/csv` answers the same as CSV (one row per metric).
+         */
+        get: operations["getReportSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/routing": {
         parameters: {
             query?: never;
@@ -1241,6 +1416,32 @@ export interface paths {
          * @description `capacity` null is no limit; the default is 5. Anyone who is not an active member of the tenant is 404 ERR_NOT_FOUND.
          */
         put: operations["putRoutingCapacity"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/search/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find conversations by what was written, who wrote and how they are labelled
+         * @description Matches `q` against the text of messages (internal notes too, except for a bot's key, which sees
+         *     what the visitor sees, in the conversations it was given), the contact's name, e-mail and custom attributes, and label names. Whole
+         *     words match by PostgreSQL full text search with the `simple` configuration (no stemming, no stop
+         *     words: any language it can split into words); parts of words of three characters or more match by
+         *     trigrams (`pg_trgm`). Best match first (`rank`); each result says where it matched and, for a
+         *     message, shows the matching part with the words in `<b>…</b>` (the rest HTML-escaped).
+         *     `q` over 200 characters, or with no letter or digit, is 400 naming `q`.
+         */
+        get: operations["searchConversations"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1926,6 +2127,15 @@ export interface components {
             password?: components["schemas"]["Password"];
             token: string;
         };
+        /** @description Puts the label on the conversation (conversation.label_added) */
+        AddLabelAction: {
+            label_id: components["schemas"]["LabelId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "add_label";
+        };
         ApiKey: {
             created_at: components["schemas"]["Timestamp"];
             id: components["schemas"]["ApiKeyId"];
@@ -2239,22 +2449,47 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             department_id: string | null;
             id: components["schemas"]["ConversationId"];
+            /** @description The labels it carries, by name */
+            labels?: components["schemas"]["LabelRef"][];
             /** @description Text of the latest message the visitor can see */
             last_message: string | null;
             last_message_at: components["schemas"]["NullableTimestamp"];
             priority: components["schemas"]["Priority"];
+            /**
+             * @description Where the conversation stands in its queue (1: the next to be given out), among the conversations
+             *     of the same department (or of none) that are open, unassigned and not held by a bot, oldest first;
+             *     null when it is not queued. Computed when read: on a conversation's own answers (GET and every
+             *     operation answering one conversation) and in `conversation.created` and `conversation.queued`;
+             *     list pages leave it out. See docs/hours-and-routing.md.
+             */
+            queue_position?: number | null;
             /** @description The visitor's answer to the last satisfaction survey, or null */
             satisfaction: {
                 answered_at: components["schemas"]["Timestamp"];
                 comment: string | null;
                 rating: number;
             } | null;
+            /** @description Set aside until the visitor writes again */
+            snooze_until_reply?: boolean;
+            /**
+             * Format: date-time
+             * @description Set aside until then (null when not snoozed by time)
+             */
+            snoozed_until?: string | null;
             status: components["schemas"]["ConversationStatus"];
             subject: string | null;
             /** @description Messages from others since the caller last marked the conversation read */
             unread_count: number;
             updated_at: components["schemas"]["Timestamp"];
             visitor_id: string | null;
+            /**
+             * Format: date-time
+             * @description Since when the visitor has waited for the team: their oldest message that no reply they can see
+             *     (a member's or a bot's message) has followed yet; null when they wait for nothing, and when the
+             *     conversation is closed. Present where `queue_position` is; a UI shows the waiting time as now
+             *     minus this.
+             */
+            waiting_since?: string | null;
             widget_id: string | null;
         };
         ConversationAssignedData: {
@@ -2390,9 +2625,64 @@ export interface components {
              */
             type: "conversation.idle";
         };
+        ConversationLabelAddedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationLabelData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.label_added";
+        };
+        ConversationLabelData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            label: components["schemas"]["LabelRef"];
+        };
+        ConversationLabelRemovedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationLabelData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.label_removed";
+        };
         ConversationList: {
             data: components["schemas"]["Conversation"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description Routing looked for an agent for the conversation and found nobody available: it waits in the queue
+         *     and is given out, oldest first, as soon as someone is (then `conversation.assigned` with `by: routing`).
+         *     Only where routing is on (the department's mode, or the tenant's, is not `manual`). Members only.
+         */
+        ConversationQueuedData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            /** @description The queue it waits in (the department's, or the team's with null) */
+            department_id: string | null;
+            /** @description As on the conversation (`Conversation.queue_position`) when the event was written */
+            queue_position: number | null;
+            reason: components["schemas"]["QueueReason"];
+            /**
+             * Format: date-time
+             * @description As on the conversation (`Conversation.waiting_since`) when the event was written
+             */
+            waiting_since: string | null;
+        };
+        ConversationQueuedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationQueuedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.queued";
         };
         /** @description Exactly the seed's payload */
         ConversationReopenedData: {
@@ -2411,6 +2701,64 @@ export interface components {
         };
         ConversationResult: {
             conversation: components["schemas"]["Conversation"];
+        };
+        /**
+         * @description The department's return timer took the conversation from its assignee, who left the visitor's message
+         *     unanswered longer than `return_after_minutes`: it is back in the queue (where routing is on, `conversation.queued` with
+         *     `reason: returned` follows in the same transaction) and routing gives it to someone else. Members
+         *     only; addressed also to the agent who lost it.
+         */
+        ConversationReturnedData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            department_id: components["schemas"]["DepartmentId"];
+            previous_assigned_user_id: components["schemas"]["UserId"];
+            return_after_minutes: number;
+            /**
+             * Format: date-time
+             * @description Since when the visitor has waited for an answer (`Conversation.waiting_since`)
+             */
+            waiting_since: string | null;
+        };
+        ConversationReturnedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationReturnedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.returned";
+        };
+        ConversationSearchResult: {
+            conversation: components["schemas"]["Conversation"];
+            matched_in: ("message" | "contact" | "label")[];
+            /** @description The best matching message, when a message matched */
+            message_id: string | null;
+            /** @description Higher is better; only the order means anything */
+            rank: number;
+            /** @description The matching part of that message, HTML-escaped, matched words in `<b>…</b>` */
+            snippet: string | null;
+        };
+        ConversationSearchResults: {
+            data: components["schemas"]["ConversationSearchResult"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        ConversationSnoozedData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            snooze_until_reply: boolean;
+            snoozed_until: components["schemas"]["NullableTimestamp"];
+        };
+        ConversationSnoozedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationSnoozedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.snoozed";
         };
         /**
          * @description `open`: waiting, nobody assigned. `assigned`: a member has it. `closed`: done; reopen to continue.
@@ -2433,6 +2781,25 @@ export interface components {
              * @enum {string}
              */
             type: "conversation.transferred";
+        };
+        ConversationUnsnoozedData: {
+            conversation_id: components["schemas"]["ConversationId"];
+            /**
+             * @description The time came, the visitor wrote, a member brought it back, or it was closed
+             * @enum {string}
+             */
+            reason: "time" | "reply" | "member" | "closed";
+        };
+        ConversationUnsnoozedEvent: {
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ConversationUnsnoozedData"];
+            id: components["schemas"]["EventId"];
+            tenant_id: components["schemas"]["TenantId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "conversation.unsnoozed";
         };
         ConversationUpdate: {
             priority?: components["schemas"]["Priority"];
@@ -2554,7 +2921,7 @@ export interface components {
          * @description A stored event, as the events feed and the WebSocket deliver it: `{id, type, tenant_id, created_at,
          *     data}`, where `type` decides the shape of `data` (a discriminated union: switch on `type`).
          */
-        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"];
+        Event: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"] | components["schemas"]["ConversationQueuedEvent"] | components["schemas"]["ConversationReturnedEvent"] | components["schemas"]["ConversationSnoozedEvent"] | components["schemas"]["ConversationUnsnoozedEvent"] | components["schemas"]["ConversationLabelAddedEvent"] | components["schemas"]["ConversationLabelRemovedEvent"];
         EventId: string;
         EventList: {
             data: components["schemas"]["Event"][];
@@ -2566,7 +2933,7 @@ export interface components {
          *     WebSocket, never stored, so neither the events feed nor a resume replays them.
          * @enum {string}
          */
-        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test" | "conversation.idle";
+        EventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "presence.updated" | "typing" | "visitor.online" | "visitor.offline" | "csat.submitted" | "webhook.test" | "conversation.idle" | "conversation.queued" | "conversation.returned" | "conversation.snoozed" | "conversation.unsnoozed" | "conversation.label_added" | "conversation.label_removed";
         File: {
             /** @description Sniffed from the bytes, never taken from the client */
             content_type: string;
@@ -2645,6 +3012,43 @@ export interface components {
         InvoiceList: {
             data: components["schemas"]["Invoice"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        Label: {
+            color: components["schemas"]["LabelColor"];
+            created_at: components["schemas"]["Timestamp"];
+            description: string | null;
+            id: components["schemas"]["LabelId"];
+            name: string;
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A colour as `#rrggbb` */
+        LabelColor: string;
+        LabelCreate: {
+            color: components["schemas"]["LabelColor"];
+            description?: string | null;
+            name: components["schemas"]["LabelName"];
+        };
+        /**
+         * @description Label identifier (lbl_ and a UUIDv7)
+         * @example lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01
+         */
+        LabelId: string;
+        LabelList: {
+            data: components["schemas"]["Label"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description Up to 50 characters, no commas, no spaces at either end; unique in the tenant whatever the case */
+        LabelName: string;
+        /** @description A label as a conversation shows it */
+        LabelRef: {
+            color: components["schemas"]["LabelColor"];
+            id: components["schemas"]["LabelId"];
+            name: string;
+        };
+        LabelUpdate: {
+            color?: components["schemas"]["LabelColor"];
+            description?: string | null;
+            name?: components["schemas"]["LabelName"];
         };
         LoginRequest: {
             email: components["schemas"]["Email"];
@@ -2862,6 +3266,13 @@ export interface components {
             /** @description Where the finding is, as a JSON pointer into the request (`/body/email`, `/query/limit`, ...) */
             path: string;
         };
+        /**
+         * @description What put the conversation in the queue: `created` (a new conversation), `reopened`, `unassigned` (a
+         *     member took its assignee away), `transferred` (to a department with nobody available), `handed_off`
+         *     (a bot handed it to the team), `returned` (the return timer). An open set: accept values you do not know.
+         * @enum {string}
+         */
+        QueueReason: "created" | "reopened" | "unassigned" | "transferred" | "handed_off" | "returned";
         Readiness: {
             checks: {
                 /** @constant */
@@ -2898,6 +3309,90 @@ export interface components {
         RegisterResponse: components["schemas"]["TokenPair"] & {
             tenant: components["schemas"]["Tenant"];
             user: components["schemas"]["User"];
+        };
+        /** @description Takes the label off the conversation (conversation.label_removed) */
+        RemoveLabelAction: {
+            label_id: components["schemas"]["LabelId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "remove_label";
+        };
+        ReportBucket: {
+            count: number;
+            /** @description Upper bound (included); null for the last bucket, with no bound */
+            le_seconds: number | null;
+        };
+        ReportCsat: {
+            /** @description responses / surveys */
+            response_rate: number | null;
+            responses: number;
+            /** @description The share of ratings of 4 or 5 */
+            satisfied_share: number | null;
+            /** @description The average rating (1 to 5) */
+            score: number | null;
+            /** @description Surveys sent (at closes) */
+            surveys: number;
+        };
+        ReportDuration: {
+            /** @description null when count is 0 */
+            average_seconds: number | null;
+            business_hours: components["schemas"]["ReportDurationFigures"];
+            count: number;
+            median_seconds: number | null;
+            p90_seconds: number | null;
+        };
+        ReportDurationFigures: {
+            average_seconds: number | null;
+            count: number;
+            median_seconds: number | null;
+            p90_seconds: number | null;
+        };
+        ReportPoint: {
+            conversations: number;
+            csat: {
+                responses: number;
+                score: number | null;
+            };
+            first_response: components["schemas"]["ReportDurationFigures"];
+            handoffs: number;
+            queue_wait: components["schemas"]["ReportDurationFigures"];
+            reopens: number;
+            resolution: components["schemas"]["ReportDurationFigures"];
+            response: components["schemas"]["ReportDurationFigures"];
+            start: components["schemas"]["Timestamp"];
+        };
+        ReportSeries: {
+            /** Format: date */
+            from: string;
+            /** @enum {string} */
+            group_by: "day" | "hour";
+            points: components["schemas"]["ReportPoint"][];
+            time_zone: string;
+            /** Format: date */
+            to: string;
+        };
+        ReportSummary: {
+            agent_id: string | null;
+            /** @description Conversations started */
+            conversations: number;
+            csat: components["schemas"]["ReportCsat"];
+            department_id: string | null;
+            first_response: components["schemas"]["ReportDuration"];
+            first_response_buckets: components["schemas"]["ReportBucket"][];
+            /** Format: date */
+            from: string;
+            /** @description Conversations a bot handed to the team */
+            handoffs: number;
+            label_id: string | null;
+            queue_wait: components["schemas"]["ReportDuration"];
+            reopens: number;
+            resolution: components["schemas"]["ReportDuration"];
+            response: components["schemas"]["ReportDuration"];
+            time_zone: string;
+            /** Format: date */
+            to: string;
         };
         ResetPasswordRequest: {
             password: components["schemas"]["Password"];
@@ -2967,13 +3462,19 @@ export interface components {
              */
             type: "skip_survey";
         };
+        /** @description A time in the future (`until`), `until_reply` true, or both: whichever comes first ends it */
+        SnoozeRequest: {
+            /** Format: date-time */
+            until?: string;
+            until_reply?: boolean;
+        };
         /**
          * @description Every event frame the WebSocket sends (openapi/events.asyncapi.yaml), discriminated by `type`: a
          *     stored event (`Event`), or a live signal (presence.updated, typing, visitor.online, visitor.offline),
          *     which has no `id`: it is never stored, and nothing resumes from it. No REST operation answers it;
          *     WebSocket clients type their frames with it.
          */
-        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
+        SocketEvent: components["schemas"]["ConversationCreatedEvent"] | components["schemas"]["ConversationUpdatedEvent"] | components["schemas"]["ConversationAssignedEvent"] | components["schemas"]["ConversationTransferredEvent"] | components["schemas"]["ConversationClosedEvent"] | components["schemas"]["ConversationReopenedEvent"] | components["schemas"]["ConversationHandedOffEvent"] | components["schemas"]["MessageCreatedEvent"] | components["schemas"]["MessageReadEvent"] | components["schemas"]["CsatSubmittedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["ConversationIdleEvent"] | components["schemas"]["ConversationQueuedEvent"] | components["schemas"]["ConversationReturnedEvent"] | components["schemas"]["ConversationSnoozedEvent"] | components["schemas"]["ConversationUnsnoozedEvent"] | components["schemas"]["ConversationLabelAddedEvent"] | components["schemas"]["ConversationLabelRemovedEvent"] | components["schemas"]["PresenceUpdatedSignal"] | components["schemas"]["TypingSignal"] | components["schemas"]["VisitorOnlineSignal"] | components["schemas"]["VisitorOfflineSignal"];
         /** @description A Stripe event, as Stripe sends it (only the fields read here are named) */
         StripeEvent: {
             created: number;
@@ -3270,7 +3771,7 @@ export interface components {
          * @description A stored event type an endpoint can subscribe to, or `*` for all of them (live signals are never delivered)
          * @enum {string}
          */
-        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "csat.submitted" | "conversation.idle";
+        WebhookEventType: "*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.transferred" | "conversation.closed" | "conversation.reopened" | "conversation.handed_off" | "message.created" | "message.read" | "csat.submitted" | "conversation.idle" | "conversation.queued" | "conversation.returned" | "conversation.snoozed" | "conversation.unsnoozed" | "conversation.label_added" | "conversation.label_removed";
         /**
          * @description Webhook endpoint identifier (whk_ and a UUIDv7)
          * @example whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90
@@ -3446,8 +3947,8 @@ export interface components {
             trigger: components["schemas"]["WorkflowTrigger"];
             updated_at: components["schemas"]["Timestamp"];
         };
-        /** @description What a run does, in order (switch on `type`) */
-        WorkflowAction: components["schemas"]["SendTranscriptAction"] | components["schemas"]["SendMessageAction"] | components["schemas"]["TransferAction"] | components["schemas"]["SetPriorityAction"] | components["schemas"]["CloseAction"] | components["schemas"]["SkipSurveyAction"] | components["schemas"]["WebhookAction"];
+        /** @description What a run does, in order (switch on `type`; new action types are added, so a client skips ones it does not know) */
+        WorkflowAction: components["schemas"]["SendTranscriptAction"] | components["schemas"]["SendMessageAction"] | components["schemas"]["TransferAction"] | components["schemas"]["SetPriorityAction"] | components["schemas"]["CloseAction"] | components["schemas"]["SkipSurveyAction"] | components["schemas"]["AddLabelAction"] | components["schemas"]["RemoveLabelAction"] | components["schemas"]["WebhookAction"];
         WorkflowActionOutcome: {
             attempts: number;
             /** @description Why it failed, was retried or skipped */
@@ -3459,8 +3960,11 @@ export interface components {
              * @enum {string}
              */
             status: "pending" | "succeeded" | "retrying" | "failed" | "skipped";
-            /** @enum {string} */
-            type: "send_transcript" | "send_message" | "transfer" | "set_priority" | "close" | "skip_survey" | "webhook";
+            /**
+             * @description The action's type (WorkflowAction); new ones are added
+             * @enum {string}
+             */
+            type: "send_transcript" | "send_message" | "transfer" | "set_priority" | "close" | "skip_survey" | "webhook" | "add_label" | "remove_label";
         };
         WorkflowActions: components["schemas"]["WorkflowAction"][];
         /**
@@ -3469,7 +3973,8 @@ export interface components {
          *     (true or false), `contact.email`, `contact.custom_attributes.<key>`, `message.content`,
          *     `message.sender_type` (`message.*` only on the message.created trigger), `conversation.business_hours`
          *     (`open` or `closed`: inside or outside the hours of the conversation's department, or the tenant's,
-         *     when the event happened). `in`/`not_in` take a list,
+         *     when the event happened), `conversation.labels` (`contains`/`not_contains` a label id, or
+         *     `is_set`/`is_not_set`: any label at all). `in`/`not_in` take a list,
          *     `is_set`/`is_not_set` no value, `contains`/`not_contains` a string (case-insensitive). Values are read
          *     when the run starts, after the change has committed.
          */
@@ -3733,6 +4238,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description No such conversation, or no such label, in this tenant (ERR_NOT_FOUND) */
+        ConversationOrLabelNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No such delivery or webhook in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
         DeliveryNotFound: {
             headers: {
@@ -3918,6 +4433,26 @@ export interface components {
         };
         /** @description The department named is not this tenant's (ERR_INVALID_DEPARTMENT) */
         InvalidDepartmentUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The name is taken, or the tenant has its 50 labels (ERR_CONFLICT) */
+        LabelConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such label in this tenant (ERR_NOT_FOUND); another tenant's id is not found either */
+        LabelNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
@@ -4307,12 +4842,30 @@ export interface components {
         DomainIdPath: components["schemas"]["DomainId"];
         /** @description File identifier */
         FileIdPath: components["schemas"]["FileId"];
+        /** @description Label identifier */
+        LabelIdInPath: components["schemas"]["LabelId"];
+        /** @description Label identifier */
+        LabelIdPath: components["schemas"]["LabelId"];
         /** @description Page size */
         Limit: number;
         /** @description Number of items to skip */
         Offset: number;
         /** @description The page's origin, set by the browser; it must be one of the widget's domains */
         OriginHeader: string;
+        /** @description Only this member's facts (their responses; closes and waits of conversations assigned to them) */
+        ReportAgent: string;
+        /** @description Only this department's facts */
+        ReportDepartment: components["schemas"]["DepartmentId"];
+        /** @description csv answers text/csv (as `Accept: text/csv` does) */
+        ReportFormat: "json" | "csv";
+        /** @description First day of the range (in `time_zone`), included */
+        ReportFrom: string;
+        /** @description Only conversations that carry this label */
+        ReportLabel: components["schemas"]["LabelId"];
+        /** @description An IANA time zone; the tenant's by default */
+        ReportTimeZone: string;
+        /** @description Last day of the range (in `time_zone`), included; at most 400 days after `from`, never before it */
+        ReportTo: string;
         /** @description Tenant identifier */
         TenantIdPath: components["schemas"]["TenantId"];
         /** @description User identifier */
@@ -6286,6 +6839,8 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only this department's conversations */
                 department_id?: components["schemas"]["DepartmentId"];
+                /** @description Only conversations carrying this label */
+                label?: components["schemas"]["LabelId"];
                 /** @description Page size */
                 limit?: components["parameters"]["Limit"];
                 /** @description Number of items to skip */
@@ -6294,6 +6849,8 @@ export interface operations {
                 priority?: components["schemas"]["Priority"];
                 /** @description Text in the subject or the last message */
                 q?: string;
+                /** @description true for snoozed conversations only, false to leave them out; all when absent */
+                snoozed?: boolean;
                 /** @description Only conversations in this state */
                 status?: components["schemas"]["ConversationStatus"];
                 /** @description Only this visitor's conversations */
@@ -6728,6 +7285,109 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    addConversationLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+                /** @description Label identifier */
+                label_id: components["parameters"]["LabelIdInPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation with its labels */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "off",
+                     *         "last_message": "Where is my order?",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 0,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null,
+                     *         "satisfaction": null,
+                     *         "labels": [
+                     *           {
+                     *             "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *             "name": "billing",
+                     *             "color": "#1f77b4"
+                     *           }
+                     *         ],
+                     *         "snoozed_until": null,
+                     *         "snooze_until_reply": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationOrLabelNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeConversationLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+                /** @description Label identifier */
+                label_id: components["parameters"]["LabelIdInPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted (the label from the conversation) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationOrLabelNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     reopenConversation: {
         parameters: {
             query?: never;
@@ -6778,6 +7438,82 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["ConversationNotFound"];
             409: components["responses"]["ReopenConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    snoozeConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "until": "2026-11-22T09:00:00.000Z",
+                 *       "until_reply": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["SnoozeRequest"];
+            };
+        };
+        responses: {
+            /** @description Snoozed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "off",
+                     *         "last_message": "Where is my order?",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 0,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null,
+                     *         "satisfaction": null,
+                     *         "labels": [
+                     *           {
+                     *             "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *             "name": "billing",
+                     *             "color": "#1f77b4"
+                     *           }
+                     *         ],
+                     *         "snoozed_until": "2026-11-22T09:00:00.000Z",
+                     *         "snooze_until_reply": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationNotFound"];
+            409: components["responses"]["ConversationClosedConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6847,6 +7583,69 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["TransferUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    unsnoozeConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier */
+                id: components["parameters"]["ConversationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Back in the inbox */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversation": {
+                     *         "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *         "status": "assigned",
+                     *         "priority": "normal",
+                     *         "subject": "Order 1234",
+                     *         "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *         "contact_id": null,
+                     *         "widget_id": null,
+                     *         "department_id": null,
+                     *         "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *         "bot_state": "off",
+                     *         "last_message": "Where is my order?",
+                     *         "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *         "unread_count": 0,
+                     *         "created_at": "2026-11-21T10:00:00.000Z",
+                     *         "updated_at": "2026-11-21T10:05:00.000Z",
+                     *         "closed_at": null,
+                     *         "satisfaction": null,
+                     *         "labels": [
+                     *           {
+                     *             "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *             "name": "billing",
+                     *             "color": "#1f77b4"
+                     *           }
+                     *         ],
+                     *         "snoozed_until": null,
+                     *         "snooze_until_reply": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ConversationNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7753,6 +8552,214 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listLabels: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of labels */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *           "name": "billing",
+                     *           "color": "#1f77b4",
+                     *           "description": "Invoices, refunds and payment methods",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b02",
+                     *           "name": "bug",
+                     *           "color": "#d62728",
+                     *           "description": null,
+                     *           "created_at": "2026-11-21T10:01:00.000Z",
+                     *           "updated_at": "2026-11-21T10:01:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b03",
+                     *           "name": "vip",
+                     *           "color": "#ff7f0e",
+                     *           "description": "Customers on the enterprise plan",
+                     *           "created_at": "2026-11-21T10:02:00.000Z",
+                     *           "updated_at": "2026-11-21T10:02:00.000Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 3,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LabelList"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "billing",
+                 *       "color": "#1f77b4",
+                 *       "description": "Invoices, refunds and payment methods"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LabelCreate"];
+            };
+        };
+        responses: {
+            /** @description The new label */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *       "name": "billing",
+                     *       "color": "#1f77b4",
+                     *       "description": "Invoices, refunds and payment methods",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["LabelConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Label identifier */
+                id: components["parameters"]["LabelIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["LabelNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Label identifier */
+                id: components["parameters"]["LabelIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "color": "#2ca02c"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LabelUpdate"];
+            };
+        };
+        responses: {
+            /** @description The label as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *       "name": "billing",
+                     *       "color": "#1f77b4",
+                     *       "description": "Invoices, refunds and payment methods",
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["LabelNotFound"];
+            409: components["responses"]["LabelConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     sendMessage: {
         parameters: {
             query?: never;
@@ -7908,6 +8915,310 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getReportSeries: {
+        parameters: {
+            query: {
+                /** @description Only this member's facts (their responses; closes and waits of conversations assigned to them) */
+                agent_id?: components["parameters"]["ReportAgent"];
+                /** @description Only this department's facts */
+                department_id?: components["parameters"]["ReportDepartment"];
+                /** @description csv answers text/csv (as `Accept: text/csv` does) */
+                format?: components["parameters"]["ReportFormat"];
+                /** @description First day of the range (in `time_zone`), included */
+                from: components["parameters"]["ReportFrom"];
+                /** @description day (default) or hour */
+                group_by?: "day" | "hour";
+                /** @description Only conversations that carry this label */
+                label_id?: components["parameters"]["ReportLabel"];
+                /** @description An IANA time zone; the tenant's by default */
+                time_zone?: components["parameters"]["ReportTimeZone"];
+                /** @description Last day of the range (in `time_zone`), included; at most 400 days after `from`, never before it */
+                to: components["parameters"]["ReportTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-11-01",
+                     *       "to": "2026-11-03",
+                     *       "time_zone": "Europe/Paris",
+                     *       "group_by": "day",
+                     *       "points": [
+                     *         {
+                     *           "start": "2026-10-31T23:00:00.000Z",
+                     *           "conversations": 14,
+                     *           "reopens": 0,
+                     *           "handoffs": 2,
+                     *           "first_response": {
+                     *             "count": 13,
+                     *             "average_seconds": 120.4,
+                     *             "median_seconds": 61,
+                     *             "p90_seconds": 300
+                     *           },
+                     *           "response": {
+                     *             "count": 40,
+                     *             "average_seconds": 95.1,
+                     *             "median_seconds": 45,
+                     *             "p90_seconds": 210
+                     *           },
+                     *           "resolution": {
+                     *             "count": 12,
+                     *             "average_seconds": 3600,
+                     *             "median_seconds": 2400,
+                     *             "p90_seconds": 9000
+                     *           },
+                     *           "queue_wait": {
+                     *             "count": 10,
+                     *             "average_seconds": 30,
+                     *             "median_seconds": 20,
+                     *             "p90_seconds": 70
+                     *           },
+                     *           "csat": {
+                     *             "responses": 4,
+                     *             "score": 4.5
+                     *           }
+                     *         },
+                     *         {
+                     *           "start": "2026-11-01T23:00:00.000Z",
+                     *           "conversations": 9,
+                     *           "reopens": 0,
+                     *           "handoffs": 2,
+                     *           "first_response": {
+                     *             "count": 13,
+                     *             "average_seconds": 120.4,
+                     *             "median_seconds": 61,
+                     *             "p90_seconds": 300
+                     *           },
+                     *           "response": {
+                     *             "count": 40,
+                     *             "average_seconds": 95.1,
+                     *             "median_seconds": 45,
+                     *             "p90_seconds": 210
+                     *           },
+                     *           "resolution": {
+                     *             "count": 12,
+                     *             "average_seconds": 3600,
+                     *             "median_seconds": 2400,
+                     *             "p90_seconds": 9000
+                     *           },
+                     *           "queue_wait": {
+                     *             "count": 10,
+                     *             "average_seconds": 30,
+                     *             "median_seconds": 20,
+                     *             "p90_seconds": 70
+                     *           },
+                     *           "csat": {
+                     *             "responses": 4,
+                     *             "score": 4.5
+                     *           }
+                     *         },
+                     *         {
+                     *           "start": "2026-11-02T23:00:00.000Z",
+                     *           "conversations": 17,
+                     *           "reopens": 0,
+                     *           "handoffs": 2,
+                     *           "first_response": {
+                     *             "count": 13,
+                     *             "average_seconds": 120.4,
+                     *             "median_seconds": 61,
+                     *             "p90_seconds": 300
+                     *           },
+                     *           "response": {
+                     *             "count": 40,
+                     *             "average_seconds": 95.1,
+                     *             "median_seconds": 45,
+                     *             "p90_seconds": 210
+                     *           },
+                     *           "resolution": {
+                     *             "count": 12,
+                     *             "average_seconds": 3600,
+                     *             "median_seconds": 2400,
+                     *             "p90_seconds": 9000
+                     *           },
+                     *           "queue_wait": {
+                     *             "count": 10,
+                     *             "average_seconds": 30,
+                     *             "median_seconds": 20,
+                     *             "p90_seconds": 70
+                     *           },
+                     *           "csat": {
+                     *             "responses": 4,
+                     *             "score": 4.5
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReportSeries"];
+                    /**
+                     * @example start,conversations,reopens,handoffs,first_response_count,first_response_average_seconds
+                     *     2026-10-31T23:00:00.000Z,14,0,2,13,120.4
+                     */
+                    "text/csv": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReportSummary: {
+        parameters: {
+            query: {
+                /** @description Only this member's facts (their responses; closes and waits of conversations assigned to them) */
+                agent_id?: components["parameters"]["ReportAgent"];
+                /** @description Only this department's facts */
+                department_id?: components["parameters"]["ReportDepartment"];
+                /** @description csv answers text/csv (as `Accept: text/csv` does) */
+                format?: components["parameters"]["ReportFormat"];
+                /** @description First day of the range (in `time_zone`), included */
+                from: components["parameters"]["ReportFrom"];
+                /** @description Only conversations that carry this label */
+                label_id?: components["parameters"]["ReportLabel"];
+                /** @description An IANA time zone; the tenant's by default */
+                time_zone?: components["parameters"]["ReportTimeZone"];
+                /** @description Last day of the range (in `time_zone`), included; at most 400 days after `from`, never before it */
+                to: components["parameters"]["ReportTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-11-01",
+                     *       "to": "2026-11-30",
+                     *       "time_zone": "Europe/Paris",
+                     *       "department_id": null,
+                     *       "agent_id": null,
+                     *       "label_id": null,
+                     *       "conversations": 412,
+                     *       "reopens": 9,
+                     *       "handoffs": 57,
+                     *       "first_response": {
+                     *         "count": 388,
+                     *         "average_seconds": 142.5,
+                     *         "median_seconds": 64,
+                     *         "p90_seconds": 390,
+                     *         "business_hours": {
+                     *           "count": 388,
+                     *           "average_seconds": 98.2,
+                     *           "median_seconds": 51,
+                     *           "p90_seconds": 240
+                     *         }
+                     *       },
+                     *       "response": {
+                     *         "count": 388,
+                     *         "average_seconds": 142.5,
+                     *         "median_seconds": 64,
+                     *         "p90_seconds": 390,
+                     *         "business_hours": {
+                     *           "count": 388,
+                     *           "average_seconds": 98.2,
+                     *           "median_seconds": 51,
+                     *           "p90_seconds": 240
+                     *         }
+                     *       },
+                     *       "resolution": {
+                     *         "count": 388,
+                     *         "average_seconds": 142.5,
+                     *         "median_seconds": 64,
+                     *         "p90_seconds": 390,
+                     *         "business_hours": {
+                     *           "count": 388,
+                     *           "average_seconds": 98.2,
+                     *           "median_seconds": 51,
+                     *           "p90_seconds": 240
+                     *         }
+                     *       },
+                     *       "queue_wait": {
+                     *         "count": 388,
+                     *         "average_seconds": 142.5,
+                     *         "median_seconds": 64,
+                     *         "p90_seconds": 390,
+                     *         "business_hours": {
+                     *           "count": 388,
+                     *           "average_seconds": 98.2,
+                     *           "median_seconds": 51,
+                     *           "p90_seconds": 240
+                     *         }
+                     *       },
+                     *       "csat": {
+                     *         "surveys": 371,
+                     *         "responses": 129,
+                     *         "response_rate": 0.3477,
+                     *         "score": 4.41,
+                     *         "satisfied_share": 0.8837
+                     *       },
+                     *       "first_response_buckets": [
+                     *         {
+                     *           "le_seconds": 60,
+                     *           "count": 190
+                     *         },
+                     *         {
+                     *           "le_seconds": 300,
+                     *           "count": 141
+                     *         },
+                     *         {
+                     *           "le_seconds": 900,
+                     *           "count": 40
+                     *         },
+                     *         {
+                     *           "le_seconds": 3600,
+                     *           "count": 12
+                     *         },
+                     *         {
+                     *           "le_seconds": 86400,
+                     *           "count": 5
+                     *         },
+                     *         {
+                     *           "le_seconds": null,
+                     *           "count": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReportSummary"];
+                    /**
+                     * @example metric,count,average_seconds,median_seconds,p90_seconds,bh_count,bh_average_seconds,bh_median_seconds,bh_p90_seconds
+                     *     first_response,388,142.5,64,390,388,98.2,51,240
+                     */
+                    "text/csv": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getRouting: {
         parameters: {
             query?: never;
@@ -8025,6 +9336,158 @@ export interface operations {
             404: components["responses"]["MemberNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    searchConversations: {
+        parameters: {
+            query: {
+                /** @description Only conversations carrying this label */
+                label?: components["schemas"]["LabelId"];
+                /** @description Page size */
+                limit?: components["parameters"]["Limit"];
+                /** @description Number of items to skip */
+                offset?: components["parameters"]["Offset"];
+                /** @description Words, or parts of words, to find */
+                q: string;
+                /** @description Only conversations in this state */
+                status?: components["schemas"]["ConversationStatus"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Matching conversations, best first */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "conversation": {
+                     *             "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *             "status": "assigned",
+                     *             "priority": "normal",
+                     *             "subject": "Order 1234",
+                     *             "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *             "contact_id": null,
+                     *             "widget_id": null,
+                     *             "department_id": null,
+                     *             "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *             "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *             "bot_state": "off",
+                     *             "last_message": "Where is my order?",
+                     *             "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *             "unread_count": 0,
+                     *             "created_at": "2026-11-21T10:00:00.000Z",
+                     *             "updated_at": "2026-11-21T10:05:00.000Z",
+                     *             "closed_at": null,
+                     *             "satisfaction": null,
+                     *             "labels": [
+                     *               {
+                     *                 "id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01",
+                     *                 "name": "billing",
+                     *                 "color": "#1f77b4"
+                     *               }
+                     *             ],
+                     *             "snoozed_until": null,
+                     *             "snooze_until_reply": false
+                     *           },
+                     *           "rank": 0.0993,
+                     *           "matched_in": [
+                     *             "message",
+                     *             "label"
+                     *           ],
+                     *           "message_id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "snippet": "Where is my <b>order</b> 1234? It was due on Monday"
+                     *         },
+                     *         {
+                     *           "conversation": {
+                     *             "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *             "status": "closed",
+                     *             "priority": "normal",
+                     *             "subject": "Refund",
+                     *             "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *             "contact_id": null,
+                     *             "widget_id": null,
+                     *             "department_id": null,
+                     *             "assigned_to": null,
+                     *             "assigned_user_id": null,
+                     *             "bot_state": "off",
+                     *             "last_message": "Thanks, the refund arrived",
+                     *             "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *             "unread_count": 0,
+                     *             "created_at": "2026-11-21T10:00:00.000Z",
+                     *             "updated_at": "2026-11-21T10:05:00.000Z",
+                     *             "closed_at": "2026-11-20T16:00:00.000Z",
+                     *             "satisfaction": null,
+                     *             "labels": [],
+                     *             "snoozed_until": null,
+                     *             "snooze_until_reply": false
+                     *           },
+                     *           "rank": 0.0608,
+                     *           "matched_in": [
+                     *             "message"
+                     *           ],
+                     *           "message_id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a91",
+                     *           "snippet": "I returned the <b>order</b> last week"
+                     *         },
+                     *         {
+                     *           "conversation": {
+                     *             "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a92",
+                     *             "status": "assigned",
+                     *             "priority": "normal",
+                     *             "subject": null,
+                     *             "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *             "contact_id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *             "widget_id": null,
+                     *             "department_id": null,
+                     *             "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *             "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *             "bot_state": "off",
+                     *             "last_message": "Can you change my e-mail address?",
+                     *             "last_message_at": "2026-11-21T10:05:00.000Z",
+                     *             "unread_count": 0,
+                     *             "created_at": "2026-11-21T10:00:00.000Z",
+                     *             "updated_at": "2026-11-21T10:05:00.000Z",
+                     *             "closed_at": null,
+                     *             "satisfaction": null,
+                     *             "labels": [],
+                     *             "snoozed_until": null,
+                     *             "snooze_until_reply": false
+                     *           },
+                     *           "rank": 0.05,
+                     *           "matched_in": [
+                     *             "contact"
+                     *           ],
+                     *           "message_id": null,
+                     *           "snippet": null
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "total": 3,
+                     *         "limit": 20,
+                     *         "offset": 0,
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationSearchResults"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10266,6 +11729,7 @@ export interface securitySchemes {
 /** Per operation: the credential headers it accepts, one alternative of its `security` each. */
 export interface credentials {
     acceptInvitation: Record<string, never>;
+    addConversationLabel: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     addDepartmentMember: securitySchemes['bearerAuth'];
     addDomain: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     addTenantMember: securitySchemes['bearerAuth'];
@@ -10280,6 +11744,7 @@ export interface credentials {
     createContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createDepartment: securitySchemes['bearerAuth'];
+    createLabel: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createTenant: securitySchemes['bearerAuth'];
     createWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     createWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -10290,6 +11755,7 @@ export interface credentials {
     deleteContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteDepartment: securitySchemes['bearerAuth'];
     deleteFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    deleteLabel: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWidget: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     deleteWorkflow: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -10308,6 +11774,8 @@ export interface credentials {
     getFile: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getHealth: Record<string, never>;
     getReady: Record<string, never>;
+    getReportSeries: securitySchemes['bearerAuth'];
+    getReportSummary: securitySchemes['bearerAuth'];
     getRouting: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     getVisitor: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -10325,6 +11793,7 @@ export interface credentials {
     listDepartments: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listDomains: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listEvents: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    listLabels: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listMessages: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTeamMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     listTenantMembers: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
@@ -10348,6 +11817,7 @@ export interface credentials {
     redeliverWebhookDelivery: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     refreshToken: Record<string, never>;
     register: Record<string, never>;
+    removeConversationLabel: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     removeDepartmentMember: securitySchemes['bearerAuth'];
     removeDomain: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     removeTenantMember: securitySchemes['bearerAuth'];
@@ -10360,18 +11830,22 @@ export interface credentials {
     rotateWebhookSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     rotateWidgetSecret: securitySchemes['bearerAuth'];
     rotateWorkflowSecret: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
+    searchConversations: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendMessage: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']) | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     sendWidgetMessage: securitySchemes['visitorAuth'];
+    snoozeConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     startWidgetConversation: securitySchemes['visitorAuth'];
     startWidgetSession: Record<string, never>;
     testWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     transferConversation: securitySchemes['bearerAuth'];
+    unsnoozeConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateBot: securitySchemes['bearerAuth'];
     updateCannedResponse: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateContact: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateConversation: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateDepartment: securitySchemes['bearerAuth'];
     updateDepartmentRouting: securitySchemes['bearerAuth'];
+    updateLabel: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateTenant: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);
     updateTenantMember: securitySchemes['bearerAuth'];
     updateWebhook: securitySchemes['bearerAuth'] | (securitySchemes['apiKeyAuth'] & securitySchemes['tenantHeader']);

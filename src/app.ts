@@ -70,6 +70,14 @@ import { WebhookService } from './webhooks/webhook.service.ts';
 import { botHandlers } from './bots/bot.handlers.ts';
 import { BotService } from './bots/bot.service.ts';
 import { workflowHandlers } from './workflows/workflow.handlers.ts';
+import { labelHandlers } from './labels/label.handlers.ts';
+import { LabelService } from './labels/label.service.ts';
+import { snoozeHandlers } from './snooze/snooze.handlers.ts';
+import { SnoozeService } from './snooze/snooze.service.ts';
+import { searchHandlers } from './search/search.handlers.ts';
+import { SearchService } from './search/search.service.ts';
+import { reportHandlers } from './reports/report.handlers.ts';
+import { ReportService } from './reports/report.service.ts';
 import { WorkflowService } from './workflows/workflow.service.ts';
 import { skipPlainParameterMutation } from './http/parameter-mutator.ts';
 import { indexRouteLookup } from './http/route-lookup.ts';
@@ -134,6 +142,7 @@ export function createServices(deps: AppDeps) {
   const sessions = deps.sessions ?? new SessionCache();
   const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
   const team = new TeamService({ database, presence });
+  const conversations = new ConversationService({ database, bus, presence, limits: billing });
   const routing = new RoutingService({ database, bus, presence });
   return {
     bus,
@@ -144,7 +153,12 @@ export function createServices(deps: AppDeps) {
     departments: new DepartmentService(database),
     hours: new HoursService(database),
     apiKeys: new ApiKeyService(database, sessions),
-    conversations: new ConversationService({ database, bus, presence, limits: billing }),
+    conversations,
+    // Labels and snooze answer the conversation as the conversations feature shows it to the caller.
+    labels: new LabelService({ database, bus, view: (principal, id) => conversations.get(principal, id) }),
+    snooze: new SnoozeService({ database, bus, view: (principal, id) => conversations.get(principal, id) }),
+    search: new SearchService(database),
+    reports: new ReportService(database),
     messages: new MessageService({ database, bus, idempotencyKeyRetentionMs: deps.config.retention?.idempotencyKeyMs }),
     contacts: new ContactService(database),
     cannedResponses: new CannedResponseService(database),
@@ -207,6 +221,10 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
     ...webhookHandlers(services.webhooks),
     ...botHandlers(services.bots),
     ...workflowHandlers(services.workflows),
+    ...labelHandlers(services.labels),
+    ...snoozeHandlers(services.snooze),
+    ...searchHandlers(services.search),
+    ...reportHandlers(services.reports),
     ...billingHandlers(services.billing),
     ...options.handlers,
   };

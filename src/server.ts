@@ -19,6 +19,7 @@ import { openDatabase } from './db/database.ts';
 import { isConnectionError } from './db/errors.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Scheduler } from './jobs/scheduler.ts';
+import { snoozeJob } from './snooze/snooze.service.ts';
 import { orphanFileJob, retentionJobs } from './retention/retention.jobs.ts';
 import { fileSigningKey } from './files/file.service.ts';
 import { storageFromConfig } from './files/storage.ts';
@@ -161,6 +162,8 @@ export async function startService(config: Config): Promise<RunningService> {
       idleJob({ bus, intervalMs: 60_000 }),
       // Return timers are looked at every 30 seconds: a conversation moves within half a minute of its expiry.
       returnTimerJob(services.routing, 30_000),
+      // Snoozes are looked at every 30 seconds: a conversation is back within half a minute of its time.
+      snoozeJob(services.snooze, 30_000),
     ],
   });
   scheduler.start();

@@ -29,6 +29,11 @@ import type * as visitor from '../../src/visitors/visitor.repository.ts';
 import type * as webhook from '../../src/webhooks/webhook.repository.ts';
 import type * as widget from '../../src/widgets/widget.repository.ts';
 import type * as workflow from '../../src/workflows/workflow.repository.ts';
+import type * as label from '../../src/labels/label.repository.ts';
+import type * as snooze from '../../src/snooze/snooze.repository.ts';
+import type * as search from '../../src/search/search.repository.ts';
+import type * as facts from '../../src/reports/facts.repository.ts';
+import type * as report from '../../src/reports/report.repository.ts';
 
 type Tail<T> = T extends [unknown, ...infer Rest] ? Rest : never;
 type Case<A> = A | { args: A; rows?: number[] };
@@ -151,6 +156,7 @@ export const samples: Record<string, Record<string, unknown>> = {
   }),
   'conversations/conversation.repository.ts': of<typeof conversation>({
     findConversation: ['conv', 'usr'],
+    findConversations: [['conv'], 'usr'],
     lockConversation: ['conv'],
     insertConversation: [
       {
@@ -429,5 +435,47 @@ export const samples: Record<string, Record<string, unknown>> = {
     deleteDomain: ['dom'],
     findWidgetWithDomains: ['wgt'],
     anyWidgetAllowsHost: ['www.example.com'],
+  }),
+  'labels/label.repository.ts': of<typeof label>({
+    listLabels: [PAGE],
+    holdTenant: ['tn'],
+    countLabels: [],
+    findLabel: ['lbl'],
+    insertLabel: [{ id: 'lbl', tenant_id: 'tn', name: 'n', color: '#000000', description: null, now: NOW }],
+    updateLabel: ['lbl', { color: '#ffffff' }, NOW],
+    deleteLabel: ['lbl'],
+    lockConversationForLabels: ['conv'],
+    addConversationLabel: [{ tenant_id: 'tn', conversation_id: 'conv', label_id: 'lbl', now: NOW }],
+    removeConversationLabel: ['conv', 'lbl'],
+  }),
+  'snooze/snooze.repository.ts': of<typeof snooze>({
+    lockConversation: ['conv'],
+    setSnooze: ['conv', { until: NOW, untilReply: true }, NOW],
+    clearSnooze: ['conv', NOW],
+    dueSnoozes: [NOW, 100],
+    clearDueSnooze: ['conv', NOW],
+  }),
+  'search/search.repository.ts': of<typeof search>({
+    searchConversations: {
+      cases: {
+        member: [{ tsquery: "'order':*", pattern: '%order%', text: 'order', publicOnly: false, limit: 20, offset: 0 }],
+        'bot, filtered': [{ tsquery: "'order':*", pattern: '%order%', text: 'order', status: 'open', labelId: 'lbl', publicOnly: true, botId: 'bot', limit: 20, offset: 0 }],
+      },
+    },
+  }),
+  'reports/facts.repository.ts': of<typeof facts>({
+    insertFacts: [[{ tenant_id: 'tn', conversation_id: 'conv', kind: 'response', at: NOW, department_id: null, agent_id: 'usr', seconds: 1, bh_seconds: null }]],
+    visitorWrote: ['conv', NOW],
+    lockFactsContext: ['conv'],
+    updateFactsState: { cases: { changes: ['conv', { awaiting_since: null }], reopened: ['conv', { opened_at: NOW }, true] } },
+  }),
+  'reports/report.repository.ts': of<typeof report>({
+    aggregateFacts: {
+      cases: {
+        summary: [{ tenantId: 'tn', start: NOW, end: NOW }],
+        'series, filtered': [{ tenantId: 'tn', start: NOW, end: NOW, departmentId: 'd', agentId: 'usr', labelId: 'lbl' }, { unit: 'day', timeZone: 'UTC' }],
+      },
+    },
+    tenantTimeZone: ['tn'],
   }),
 };

@@ -24,6 +24,8 @@ select
   "last_visitor_message_at",
   "assigned_at",
   "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply",
   conversations.message_count - coalesce(
     (
       select
@@ -55,11 +57,108 @@ select
       s.answered_at desc
     limit
       1
-  ) as "satisfaction"
+  ) as "satisfaction",
+  coalesce(
+    (
+      select
+        json_agg(
+          json_build_object('id', l.id, 'name', l.name, 'color', l.color)
+          order by
+            lower(l.name),
+            l.id
+        )
+      from
+        conversation_labels cl
+        join labels l on l.id = cl.label_id
+      where
+        cl.conversation_id = conversations.id
+    ),
+    '[]'::json
+  ) as "labels"
 from
   "conversations"
 where
   "id" = $2;
+
+-- conversation.findConversations
+select
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply",
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
+  ) as "unread_count",
+  (
+    select
+      json_build_object(
+        'rating',
+        s.rating,
+        'comment',
+        s.comment,
+        'answered_at',
+        s.answered_at
+      )
+    from
+      surveys s
+    where
+      s.conversation_id = conversations.id
+      and s.status = 'answered'
+    order by
+      s.answered_at desc
+    limit
+      1
+  ) as "satisfaction",
+  coalesce(
+    (
+      select
+        json_agg(
+          json_build_object('id', l.id, 'name', l.name, 'color', l.color)
+          order by
+            lower(l.name),
+            l.id
+        )
+      from
+        conversation_labels cl
+        join labels l on l.id = cl.label_id
+      where
+        cl.conversation_id = conversations.id
+    ),
+    '[]'::json
+  ) as "labels"
+from
+  "conversations"
+where
+  "id" in ($2);
 
 -- conversation.lockConversation
 select
@@ -84,7 +183,9 @@ select
   "bot_id",
   "last_visitor_message_at",
   "assigned_at",
-  "returned_from_user_id"
+  "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply"
 from
   "conversations"
 where
@@ -173,6 +274,8 @@ select
   "last_visitor_message_at",
   "assigned_at",
   "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply",
   conversations.message_count - coalesce(
     (
       select
@@ -204,7 +307,24 @@ select
       s.answered_at desc
     limit
       1
-  ) as "satisfaction"
+  ) as "satisfaction",
+  coalesce(
+    (
+      select
+        json_agg(
+          json_build_object('id', l.id, 'name', l.name, 'color', l.color)
+          order by
+            lower(l.name),
+            l.id
+        )
+      from
+        conversation_labels cl
+        join labels l on l.id = cl.label_id
+      where
+        cl.conversation_id = conversations.id
+    ),
+    '[]'::json
+  ) as "labels"
 from
   "conversations"
 order by
@@ -239,6 +359,8 @@ select
   "last_visitor_message_at",
   "assigned_at",
   "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply",
   conversations.message_count - coalesce(
     (
       select
@@ -271,6 +393,23 @@ select
     limit
       1
   ) as "satisfaction",
+  coalesce(
+    (
+      select
+        json_agg(
+          json_build_object('id', l.id, 'name', l.name, 'color', l.color)
+          order by
+            lower(l.name),
+            l.id
+        )
+      from
+        conversation_labels cl
+        join labels l on l.id = cl.label_id
+      where
+        cl.conversation_id = conversations.id
+    ),
+    '[]'::json
+  ) as "labels",
   (
     select
       coalesce(sum("n"), 0) as "total"
@@ -317,6 +456,8 @@ select
   "last_visitor_message_at",
   "assigned_at",
   "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply",
   conversations.message_count - coalesce(
     (
       select
@@ -348,7 +489,24 @@ select
       s.answered_at desc
     limit
       1
-  ) as "satisfaction"
+  ) as "satisfaction",
+  coalesce(
+    (
+      select
+        json_agg(
+          json_build_object('id', l.id, 'name', l.name, 'color', l.color)
+          order by
+            lower(l.name),
+            l.id
+        )
+      from
+        conversation_labels cl
+        join labels l on l.id = cl.label_id
+      where
+        cl.conversation_id = conversations.id
+    ),
+    '[]'::json
+  ) as "labels"
 from
   "conversations"
 where

@@ -23,6 +23,13 @@ const satisfaction = () =>
     order by s.answered_at desc limit 1
   )`.as('satisfaction');
 
+/** The labels the conversation carries, by name (src/labels/). */
+const labelsOf = () =>
+  sql<{ id: string; name: string; color: string }[]>`coalesce((
+    select json_agg(json_build_object('id', l.id, 'name', l.name, 'color', l.color) order by lower(l.name), l.id)
+    from conversation_labels cl join labels l on l.id = cl.label_id where cl.conversation_id = conversations.id
+  ), '[]'::json)`.as('labels');
+
 /**
  * Every column of conversations, by name: a prepared statement that names its columns keeps its answer's
  * shape when a migration adds one, so PostgreSQL may keep it prepared (src/db/prepared.ts).
@@ -50,16 +57,24 @@ const CONVERSATION_COLUMNS = allColumns<ConversationsTable>()([
   'last_visitor_message_at',
   'assigned_at',
   'returned_from_user_id',
+  'snoozed_until',
+  'snooze_until_reply',
 ]);
 
 export type ConversationRow = Awaited<ReturnType<typeof findConversation>> & {};
 
 const findConversationStatement = prepared((db, p: { id: string; readerId: string }) =>
-  db.selectFrom('conversations').select(CONVERSATION_COLUMNS).select(unreadCount(p.readerId)).select(satisfaction).where('id', '=', p.id),
+  db.selectFrom('conversations').select(CONVERSATION_COLUMNS).select(unreadCount(p.readerId)).select(satisfaction).select(labelsOf).where('id', '=', p.id),
 );
 
 export async function findConversation(trx: Tx, id: string, readerId: string) {
   return (await findConversationStatement(trx, { id, readerId })).rows[0];
+}
+
+/** Several conversations as findConversation reads one (search results); in no particular order. */
+export async function findConversations(trx: Tx, ids: string[], readerId: string): Promise<ConversationRow[]> {
+  if (ids.length === 0) return [];
+  return trx.selectFrom('conversations').select(CONVERSATION_COLUMNS).select(unreadCount(readerId)).select(satisfaction).select(labelsOf).where('id', 'in', ids).execute();
 }
 
 const lockConversationStatement = prepared((db, p: { id: string }) => db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('id', '=', p.id).forUpdate());
@@ -139,6 +154,10 @@ export interface ConversationFilters {
   visitorId?: string;
   contactId?: string;
   q?: string;
+  /** Carrying this label (src/labels/). */
+  labelId?: string;
+  /** true: snoozed ones only; false: leave them out. */
+  snoozed?: boolean;
 }
 
 function filtered(db: Kysely<DB>, filters: Omit<ConversationFilters, 'q'> & { pattern?: string | undefined }) {
@@ -150,10 +169,20 @@ function filtered(db: Kysely<DB>, filters: Omit<ConversationFilters, 'q'> & { pa
   if (filters.priority) base = base.where('priority', '=', filters.priority);
   if (filters.visitorId) base = base.where('visitor_id', '=', filters.visitorId);
   if (filters.contactId) base = base.where('contact_id', '=', filters.contactId);
+  const labelId = filters.labelId;
+  if (labelId) {
+    base = base.where((eb) =>
+      eb.exists(eb.selectFrom('conversation_labels as cl').select('cl.label_id').whereRef('cl.conversation_id', '=', 'conversations.id').where('cl.label_id', '=', labelId)),
+    );
+  }
+  if (filters.snoozed !== undefined) base = base.where(filters.snoozed ? SNOOZED : NOT_SNOOZED);
   const pattern = filters.pattern;
   if (pattern) base = base.where((eb) => eb.or([eb('subject', 'ilike', pattern), eb('last_message', 'ilike', pattern)]));
   return base;
 }
+
+const SNOOZED = sql<boolean>`(conversations.snoozed_until is not null or conversations.snooze_until_reply)`;
+const NOT_SNOOZED = sql<boolean>`(conversations.snoozed_until is null and not conversations.snooze_until_reply)`;
 
 /** Free text as an ILIKE pattern that matches it anywhere, its wildcards taken literally. */
 const containing = (q: string | undefined) => (q ? `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined);
@@ -179,6 +208,8 @@ export async function listConversations(
     visitor: !!filters.visitorId,
     contact: !!filters.contactId,
     q: !!filters.q,
+    label: !!filters.labelId,
+    snoozed: filters.snoozed === undefined ? 'any' : filters.snoozed ? 'only' : 'none',
     counted: counted ? { status: !!counted.status, assignee: counted.assignedUserId !== undefined, department: !!counted.departmentId } : null,
     after: !!page.after,
   };
@@ -191,6 +222,7 @@ export async function listConversations(
     visitor: filters.visitorId ?? null,
     contact: filters.contactId ?? null,
     pattern: containing(filters.q) ?? null,
+    label: filters.labelId ?? null,
     countedStatus: counted?.status ?? null,
     // The counter rows key "no one" as '' (as countersTotal does with a value of its own).
     countedAssignee: counted?.assignedUserId === undefined ? null : (counted.assignedUserId ?? ''),
@@ -213,6 +245,8 @@ interface ListShape {
   visitor: boolean;
   contact: boolean;
   q: boolean;
+  label: boolean;
+  snoozed: 'any' | 'only' | 'none';
   counted: { status: boolean; assignee: boolean; department: boolean } | null;
   after: boolean;
 }
@@ -226,6 +260,7 @@ type ListParams = {
   visitor: string | null;
   contact: string | null;
   pattern: string | null;
+  label: string | null;
   countedStatus: ConversationStatus | null;
   countedAssignee: string | null;
   countedDepartment: string | null;
@@ -251,10 +286,13 @@ function listQuery(db: Kysely<DB>, p: ListParams, shape: ListShape) {
     visitorId: value(shape.visitor, p.visitor),
     contactId: value(shape.contact, p.contact),
     pattern: value(shape.q, p.pattern),
+    labelId: value(shape.label, p.label),
+    snoozed: shape.snoozed === 'any' ? undefined : shape.snoozed === 'only',
   })
     .select(CONVERSATION_COLUMNS)
     .select(unreadCount(p.readerId))
-    .select(satisfaction);
+    .select(satisfaction)
+    .select(labelsOf);
   if (shape.counted) {
     const total = countersTotal(db, {
       status: value(shape.counted.status, p.countedStatus),

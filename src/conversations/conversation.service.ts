@@ -17,6 +17,8 @@ import { visitorExists } from '../visitors/visitor.service.ts';
 import { botInTransaction, checkBotAccess } from '../bots/bot.service.ts';
 import { activeMembership } from '../auth/auth.service.ts';
 import * as repo from './conversation.repository.ts';
+import { factsOnClose, factsOnHandoff, factsOnReopen } from '../reports/facts.ts';
+import { endSnooze } from '../snooze/snooze.service.ts';
 
 type S = components['schemas'];
 type ConversationDto = S['Conversation'];
@@ -53,6 +55,9 @@ export const toConversationDto = (c: repo.ConversationRow): ConversationDto => (
   satisfaction: c.satisfaction
     ? { rating: c.satisfaction.rating, comment: c.satisfaction.comment, answered_at: new Date(c.satisfaction.answered_at).toISOString() }
     : null,
+  labels: c.labels,
+  snoozed_until: c.snoozed_until?.toISOString() ?? null,
+  snooze_until_reply: c.snooze_until_reply,
 });
 
 /** usr_<uuid> or the bare uuid, as the seed's bodies allow; always the usr_ form inside. */
@@ -69,9 +74,20 @@ export interface ListQuery {
   visitor_id?: string;
   contact_id?: string;
   q?: string;
+  label?: string;
+  snoozed?: boolean;
   limit?: number;
   offset?: number;
   cursor?: string;
+}
+
+/** For other features' reads inside their transactions (search): conversations by id as `readerId` sees them, in the order given. */
+export async function conversationsById(trx: Tx, ids: string[], readerId: string): Promise<ConversationDto[]> {
+  const rows = new Map((await repo.findConversations(trx, ids, readerId)).map((r) => [r.id, r]));
+  return ids.flatMap((id) => {
+    const row = rows.get(id);
+    return row ? [toConversationDto(row)] : [];
+  });
 }
 
 /** For other features' work inside their transactions: the conversation's visitor, or undefined when it is not in this tenant. */
@@ -151,6 +167,8 @@ export class ConversationService {
       ...(query.visitor_id ? { visitorId: query.visitor_id } : {}),
       ...(query.contact_id ? { contactId: query.contact_id } : {}),
       ...(query.q ? { q: query.q } : {}),
+      ...(query.label ? { labelId: query.label } : {}),
+      ...(query.snoozed !== undefined ? { snoozed: query.snoozed } : {}),
     };
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const counted = countedOf(filters);
@@ -330,6 +348,7 @@ export class ConversationService {
     now: Date,
   ) {
     await repo.updateConversation(trx, conversation.id, { bot_state: 'handed_off' }, now);
+    await factsOnHandoff(trx, conversation, to.assignee, now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.handedOff }, now);
     await emit(
       'conversation.handed_off',
@@ -373,6 +392,8 @@ export class ConversationService {
   // A workflow's skip_survey closes without the survey.
   async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date, survey = true) {
     await repo.updateConversation(trx, conversation.id, { status: 'closed', closed_at: now }, now);
+    await factsOnClose(trx, conversation, now, survey);
+    await endSnooze(trx, emit, conversation.id, 'closed', now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.closed }, now);
     let surveyId: string | null = null;
     if (survey) {
@@ -442,6 +463,7 @@ export class ConversationService {
   // Reopening: open and unassigned; department and bot state stay as they are.
   async #reopen(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date) {
     await repo.updateConversation(trx, conversation.id, { status: 'open', assigned_user_id: null, closed_at: null }, now);
+    await factsOnReopen(trx, conversation, now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.reopened }, now);
     await emit('conversation.reopened', { conversation_id: conversation.id }, { conversationId: conversation.id });
   }

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { factsOnMessage } from '../reports/facts.ts';
+import { endSnooze } from '../snooze/snooze.service.ts';
 import type { components } from '../../generated/api.ts';
 import * as conversationRepo from './conversation.repository.ts';
 import type { Database, Tx } from '../db/database.ts';
@@ -92,6 +94,9 @@ export async function appendMessage(
     { countMessage: counted },
   );
   const dto = toMessageDto(row, new Map((message.attachments ?? []).map((a) => [a.id, a])));
+  // Reports' facts (src/reports/facts.ts), and a visitor's message ends a snooze (src/snooze/).
+  await factsOnMessage(trx, conversation, message, now);
+  if (message.sender_type === 'visitor') await endSnooze(trx, emit, conversation.id, 'reply', now);
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
   return dto;
 }

@@ -21,6 +21,12 @@ export interface EventPayloads {
   'csat.submitted': S['CsatSubmittedData'];
   'webhook.test': S['WebhookTestData'];
   'conversation.idle': S['ConversationIdleData'];
+  'conversation.snoozed': S['ConversationSnoozedData'];
+  'conversation.unsnoozed': S['ConversationUnsnoozedData'];
+  'conversation.label_added': S['ConversationLabelData'];
+  'conversation.label_removed': S['ConversationLabelData'];
+  'conversation.queued': S['ConversationQueuedData'];
+  'conversation.returned': S['ConversationReturnedData'];
 }
 
 /** Live signals: delivered to sockets, never stored, no id (openapi/events.asyncapi.yaml, LiveSignal). */

@@ -23,6 +23,7 @@ export const ID_PREFIXES = {
   botDelivery: 'btd',
   workflow: 'wf',
   workflowRun: 'wfr',
+  label: 'lbl',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -19,6 +19,7 @@ import { newId } from '../shared/ids.ts';
 import { type Transport, createTransport, signedHeaders } from '../delivery/transport.ts';
 import { transcriptMail } from './transcript.ts';
 import * as repo from './workflow.repository.ts';
+import { changeConversationLabel } from '../labels/label.service.ts';
 import type { StoredOutcome } from './workflow.service.ts';
 import type { TenantInterest } from '../events/tenant-interest.ts';
 
@@ -287,6 +288,12 @@ export class WorkflowRunner {
           return null;
         case 'transfer':
           return `assigned to ${await conversations.transferForWorkflow(trx, emit, id, action.department_id)}`;
+        case 'add_label':
+        case 'remove_label':
+          if (!(await changeConversationLabel(trx, emit, run.tenant_id, id, action.label_id, action.type === 'add_label'))) {
+            throw new ActionSkipped(action.type === 'add_label' ? 'the conversation carried the label already' : 'the conversation did not carry the label');
+          }
+          return null;
         case 'close':
         case 'skip_survey':
           if (!(await conversations.closeForWorkflow(trx, emit, id, { survey: action.type === 'close' }))) throw new ActionSkipped('the conversation was already closed');
@@ -392,6 +399,9 @@ export function fieldValue(field: string, { conversation, contact, message, hour
       return message?.content ?? null;
     case 'message.sender_type':
       return message?.sender_type ?? null;
+    case 'conversation.labels':
+      // The label ids it carries: `contains` one, or `is_set` (any).
+      return conversation ? (conversation.labels ?? []).map((l) => l.id) : null;
   }
   const key = field.startsWith('contact.custom_attributes.') ? field.slice('contact.custom_attributes.'.length) : undefined;
   return key !== undefined ? ((contact?.custom_attributes as Record<string, unknown> | undefined)?.[key] ?? null) : null;
@@ -402,9 +412,9 @@ export function conditionHolds(condition: S['WorkflowCondition'], actual: unknow
   const { value } = condition;
   switch (condition.operator) {
     case 'is_set':
-      return actual !== null && actual !== undefined && actual !== '';
+      return actual !== null && actual !== undefined && actual !== '' && !(Array.isArray(actual) && actual.length === 0);
     case 'is_not_set':
-      return actual === null || actual === undefined || actual === '';
+      return actual === null || actual === undefined || actual === '' || (Array.isArray(actual) && actual.length === 0);
     case 'equals':
       return same(actual, value);
     case 'not_equals':
@@ -414,8 +424,10 @@ export function conditionHolds(condition: S['WorkflowCondition'], actual: unknow
     case 'not_in':
       return Array.isArray(value) && !value.some((v) => same(actual, v));
     case 'contains':
+      if (Array.isArray(actual)) return actual.some((a) => same(a, value));
       return typeof actual === 'string' && typeof value === 'string' && actual.toLowerCase().includes(value.toLowerCase());
     case 'not_contains':
+      if (Array.isArray(actual)) return !actual.some((a) => same(a, value));
       return !(typeof actual === 'string' && typeof value === 'string' && actual.toLowerCase().includes(value.toLowerCase()));
   }
 }

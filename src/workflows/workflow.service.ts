@@ -85,6 +85,9 @@ export function conditionErrors(trigger: S['WorkflowTrigger'], conditions: S['Wo
     } else if ((c.operator === 'contains' || c.operator === 'not_contains') && typeof value !== 'string') {
       errors.push({ field: at('value'), message: `must be a string with ${c.operator}` });
     }
+    if (c.field === 'conversation.labels' && c.operator !== 'contains' && c.operator !== 'not_contains') {
+      errors.push({ field: at('operator'), message: 'must be contains, not_contains, is_set or is_not_set for conversation.labels' });
+    }
     if (c.field === 'conversation.assigned') {
       if (c.operator !== 'equals' && c.operator !== 'not_equals') errors.push({ field: at('operator'), message: 'must be equals or not_equals for conversation.assigned' });
       else if (typeof value !== 'boolean') errors.push({ field: at('value'), message: 'must be true or false for conversation.assigned' });

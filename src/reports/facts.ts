@@ -1,0 +1,98 @@
+import type { Tx } from '../db/database.ts';
+import type { MessageSenderType, MessageType } from '../db/schema.ts';
+import { openSecondsBetween } from './business-time.ts';
+import * as repo from './facts.repository.ts';
+
+// The write side of reports (DESIGN 18): each hook runs in the transaction of the change it describes,
+// called by one line from where that change is made, so a fact exists exactly when its change committed.
+//
+// What is measured (durations in seconds; each also within business hours when the conversation's
+// department, or the tenant, has hours):
+// - first_response: the visitor's first message to the first reply a member writes (not a note);
+// - response: every reply of a member that answers waiting visitor messages, from the oldest of them;
+// - resolution: every close, from the start or from the reopen before it;
+// - reopen, handoff (a bot handing over; seconds: how long the bot held it), survey (sent at a close),
+//   csat (value: the rating; written by a trigger on surveys when the visitor answers);
+// - queue_wait: from entering the queue (created unassigned, reopened, handed off to nobody) to the first
+//   assignment after it. The assignment time is kept by a trigger (every way of assigning sets it); the
+//   fact is written by the next reply or close, which can count business hours, dated at the assignment.
+
+type Context = NonNullable<Awaited<ReturnType<typeof repo.lockFactsContext>>>;
+
+const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTime()) / 1000);
+const businessSeconds = (ctx: Context, from: Date, to: Date) => (ctx.hours ? openSecondsBetween(ctx.hours, from, to > from ? to : from) : null);
+
+function duration(ctx: Context, base: Omit<repo.NewFact, 'seconds' | 'bh_seconds'>, from: Date, to: Date): repo.NewFact {
+  return { ...base, seconds: seconds(from, to), bh_seconds: businessSeconds(ctx, from, to) };
+}
+
+/** The queue's wait, once its assignment is known and not yet counted. */
+function queueWait(ctx: Context, conversation: { id: string; tenant_id: string }): repo.NewFact | undefined {
+  if (!ctx.queued_since || !ctx.first_assigned_at || ctx.queue_wait_recorded) return undefined;
+  const at = ctx.first_assigned_at;
+  return duration(ctx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'queue_wait', at, department_id: ctx.department_id, agent_id: ctx.assigned_user_id }, ctx.queued_since, at);
+}
+
+/** A message was added (src/conversations appendMessage). */
+export async function factsOnMessage(
+  trx: Tx,
+  conversation: { id: string; tenant_id: string },
+  message: { sender_type: MessageSenderType; sender_id: string | null; type: MessageType; internal?: boolean },
+  now: Date,
+): Promise<void> {
+  if (message.internal || message.type !== 'text') return;
+  if (message.sender_type === 'visitor') return repo.visitorWrote(trx, conversation.id, now);
+  if (message.sender_type !== 'user') return;
+  const ctx = await repo.lockFactsContext(trx, conversation.id);
+  if (!ctx) return;
+  const facts: repo.NewFact[] = [];
+  const base = { tenant_id: conversation.tenant_id, conversation_id: conversation.id, at: now, department_id: ctx.department_id, agent_id: message.sender_id };
+  const wait = queueWait(ctx, conversation);
+  if (wait) facts.push(wait);
+  const firstResponse = !ctx.first_response_at && ctx.first_visitor_at !== null;
+  if (firstResponse) facts.push(duration(ctx, { ...base, kind: 'first_response' }, ctx.first_visitor_at!, now));
+  if (ctx.awaiting_since) facts.push(duration(ctx, { ...base, kind: 'response' }, ctx.awaiting_since, now));
+  if (facts.length === 0) return;
+  await repo.insertFacts(trx, facts);
+  await repo.updateFactsState(trx, conversation.id, {
+    awaiting_since: null,
+    ...(firstResponse ? { first_response_at: now } : {}),
+    ...(wait ? { queue_wait_recorded: true } : {}),
+  });
+}
+
+/** The conversation was closed (with a survey sent, or not). */
+export async function factsOnClose(trx: Tx, conversation: { id: string; tenant_id: string }, now: Date, survey: boolean): Promise<void> {
+  const ctx = await repo.lockFactsContext(trx, conversation.id);
+  if (!ctx) return;
+  const base = { tenant_id: conversation.tenant_id, conversation_id: conversation.id, at: now, department_id: ctx.department_id, agent_id: ctx.assigned_user_id };
+  const facts: repo.NewFact[] = [duration(ctx, { ...base, kind: 'resolution' }, ctx.opened_at, now)];
+  if (survey) facts.push({ ...base, kind: 'survey' });
+  const wait = queueWait(ctx, conversation);
+  if (wait) facts.push(wait);
+  await repo.insertFacts(trx, facts);
+  await repo.updateFactsState(trx, conversation.id, { closed_at: now, awaiting_since: null, queued_since: null, ...(wait ? { queue_wait_recorded: true } : {}) });
+}
+
+/** The conversation was reopened: open and unassigned, it waits in the queue again. */
+export async function factsOnReopen(trx: Tx, conversation: { id: string; tenant_id: string }, now: Date): Promise<void> {
+  const ctx = await repo.lockFactsContext(trx, conversation.id);
+  if (!ctx) return;
+  await repo.insertFacts(trx, [{ tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'reopen', at: now, department_id: ctx.department_id, agent_id: null }]);
+  await repo.updateFactsState(trx, conversation.id, { opened_at: now, closed_at: null, queued_since: now, first_assigned_at: null, queue_wait_recorded: false }, true);
+}
+
+/** A bot handed the conversation to the team (to `assignee`, or to the queue). The team's clock starts now. */
+export async function factsOnHandoff(trx: Tx, conversation: { id: string; tenant_id: string }, assignee: string | null, now: Date): Promise<void> {
+  const ctx = await repo.lockFactsContext(trx, conversation.id);
+  if (!ctx) return;
+  await repo.insertFacts(trx, [
+    duration(ctx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'handoff', at: now, department_id: ctx.department_id, agent_id: assignee }, ctx.created_at, now),
+  ]);
+  await repo.updateFactsState(trx, conversation.id, {
+    queued_since: assignee ? null : now,
+    first_assigned_at: null,
+    queue_wait_recorded: false,
+    ...(ctx.awaiting_since ? { awaiting_since: now } : {}),
+  });
+}
