@@ -88,4 +88,57 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByRole('listbox', { name: 'Canned responses' }).waitFor(WAIT);
     expect(errors).to.deep.equal([]);
   });
+
+  it('the guide, the settings and the pages behind the mail links render from the examples with no console error', async () => {
+    // The contract's example token carries no claims: the login here names the example team's owner,
+    // so that the screens only owners and admins see render too.
+    const team = (await (await fetch(`${process.env.VITE_API_URL}/api/v1/team/members`, { headers: { Authorization: 'Bearer x' } })).json()) as { data: { user_id: string; role: string }[] };
+    const owner = team.data.find((m) => m.role === 'owner') ?? team.data[0]!;
+    const claims = Buffer.from(JSON.stringify({ sub: owner.user_id, tid: 'tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56' })).toString('base64url');
+    const page: Page = await browsing.context.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.route(/\/api\/v1\/auth\/(login|refresh)$/, async (route) => {
+      const answer = await route.fetch();
+      const body = (await answer.json()) as Record<string, unknown>;
+      await route.fulfill({ response: answer, json: { ...body, access_token: `eyJhbGciOiJIUzI1NiJ9.${claims}.c2lnbmF0dXJl` } });
+    });
+    for (const [path, heading] of [
+      ['signup', 'Create your workspace'],
+      ['forgot-password', 'Forgot your password?'],
+      ['verify-email?token=abc', 'Confirm your e-mail address'],
+      ['reset-password?token=abc', 'Set a new password'],
+      ['accept-invitation?token=abc', 'Join your team'],
+    ] as const) {
+      await page.goto(new URL(path, url).href);
+      await page.getByRole('heading', { level: 1, name: heading }).waitFor(WAIT);
+    }
+    await page.goto(url);
+    await page.getByLabel('E-mail').fill('ada@example.com');
+    await page.getByLabel('Password').fill('correct horse battery');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+    for (const [path, heading] of [
+      ['setup/workspace', 'Name your workspace'],
+      ['setup/widget', 'Make your chat bubble'],
+      ['setup/install', 'Put the bubble on your website'],
+    ] as const) {
+      await page.goto(new URL(path, url).href);
+      await page.getByRole('heading', { level: 1, name: heading }).waitFor(WAIT);
+    }
+    await page.frameLocator('iframe[title="Preview of your chat bubble"]').locator('chat-widget .bubble').waitFor({ state: 'attached', ...WAIT }).catch(() => undefined);
+    await page.goto(new URL('settings/team', url).href);
+    for (const section of ['Team', 'Widgets', 'Canned responses', 'API keys', 'Webhooks', 'Workflows', 'Bots', 'Billing']) {
+      await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: section }).click();
+      await page.getByRole('heading', { level: 1, name: section }).waitFor(WAIT);
+      await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor({ state: 'detached', ...WAIT });
+    }
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: /^Manage/ }).first().click();
+    await page.getByRole('region', { name: 'Delivery log' }).waitFor(WAIT);
+    expect(errors).to.deep.equal([]);
+  });
 });
