@@ -1,3 +1,4 @@
+/* global window, document, location, URL, URLSearchParams, Response, setTimeout, localStorage, HTMLElement*/
 // The widget's preview in the team app: the real bubble (the service's /widget.js), fed by this page
 // instead of the service. The session it starts carries the settings in this page's address, so the
 // app shows unsaved changes as visitors will see them; what a visitor writes stays in this page.

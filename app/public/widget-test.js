@@ -1,3 +1,4 @@
+/* global window, document, location, URLSearchParams */
 // The guide's test page: the real bubble of the widget named in the address, with the embed tag's
 // script from this service, as a customer's website would load it.
 const widgetId = new URLSearchParams(location.search).get('widget');
