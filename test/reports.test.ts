@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import request from 'supertest';
+import { appendMessage } from '../src/conversations/message.service.ts';
+import { EventBus } from '../src/events/bus.ts';
+import { inTenantTransaction } from '../src/events/outbox.ts';
+import { openSecondsBetween } from '../src/reports/business-time.ts';
+import { pointsOf, rangeOf } from '../src/reports/report.service.ts';
+import { type TestTenant, createConversation, createTenant } from './support/factories.ts';
+import { getHarness } from './support/harness.ts';
+import { expectProblem } from './support/problem.ts';
+
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+async function visitorSays(t: TestTenant, conversationId: string, content: string) {
+  const { database } = await getHarness();
+  await inTenantTransaction(database, new EventBus(), t.tenantId, (trx, emit) =>
+    appendMessage(trx, emit, { id: conversationId, tenant_id: t.tenantId }, { sender_type: 'visitor', sender_id: null, type: 'text', content }, new Date()),
+  );
+}
+
+const today = () => new Date().toISOString().slice(0, 10);
+
+describe('reports', function () {
+  this.timeout(60_000);
+
+  it('facts from the writing transactions: first response, responses, resolutions, a reopen, surveys; the summary equals the raw facts; rollups equal their facts', async () => {
+    const { app, database } = await getHarness();
+    const t = await createTenant({ timezone: 'UTC' });
+    const auth = bearer(t.owner.accessToken);
+    const c = await createConversation(t);
+    await visitorSays(t, c.id, 'hello');
+    await visitorSays(t, c.id, 'anyone?');
+    await request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'a note', internal: true }).expect(201);
+    await request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'hi!' }).expect(201);
+    await request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'and more' }).expect(201);
+    await visitorSays(t, c.id, 'thanks');
+    await request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: 'welcome' }).expect(201);
+    await request(app).post(`/api/v1/conversations/${c.id}/close`).set(auth).expect(200);
+    await request(app).post(`/api/v1/conversations/${c.id}/reopen`).set(auth).expect(200);
+    await request(app).post(`/api/v1/conversations/${c.id}/close`).set(auth).expect(200);
+    const facts = await database.withTenant(t.tenantId, (trx) => trx.selectFrom('report_facts').selectAll().where('conversation_id', '=', c.id).orderBy('id').execute());
+    const kinds = facts.map((f) => f.kind);
+    expect(kinds.filter((k) => k === 'first_response')).to.have.length(1);
+    expect(kinds.filter((k) => k === 'response')).to.have.length(2);
+    expect(kinds.filter((k) => k === 'resolution')).to.have.length(2);
+    expect(kinds.filter((k) => k === 'survey')).to.have.length(2);
+    expect(kinds.filter((k) => k === 'reopen')).to.have.length(1);
+    expect(kinds.filter((k) => k === 'conversation')).to.have.length(1);
+    const summary = (await request(app).get(`/api/v1/reports/summary?from=${today()}&to=${today()}`).set(auth).expect(200)).body;
+    expect(summary).to.include({ conversations: 1, reopens: 1, handoffs: 0, time_zone: 'UTC' });
+    const seconds = (kind: string) => facts.filter((f) => f.kind === kind).map((f) => f.seconds!);
+    const avg = (xs: number[]) => Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 1000) / 1000;
+    expect(summary.response).to.deep.include({ count: 2, average_seconds: avg(seconds('response')) });
+    expect(summary.resolution.count).to.equal(2);
+    expect(summary.first_response.count).to.equal(1);
+    expect(summary.first_response.business_hours, 'no hours: nothing counted in business hours').to.deep.equal({ count: 0, average_seconds: null, median_seconds: null, p90_seconds: null });
+    expect(summary.csat).to.deep.equal({ surveys: 2, responses: 0, response_rate: 0, score: null, satisfied_share: null });
+    expect(summary.first_response_buckets.reduce((n: number, b: { count: number }) => n + b.count, 0)).to.equal(1);
+    const rollups = await database.withTenant(t.tenantId, (trx) => trx.selectFrom('report_daily').selectAll().where('dimension', '=', 'tenant').execute());
+    for (const kind of new Set(kinds)) {
+      const r = rollups.find((x) => x.kind === kind)!;
+      expect(Number(r.n), kind).to.equal(kinds.filter((k) => k === kind).length);
+      expect(r.seconds_sum, kind).to.be.closeTo(facts.filter((f) => f.kind === kind).reduce((a, f) => a + (f.seconds ?? 0), 0), 1e-6);
+    }
+    const agent = (await request(app).get(`/api/v1/reports/summary?from=${today()}&to=${today()}&agent_id=${t.owner.userId}`).set(auth).expect(200)).body;
+    expect(agent.response.count).to.equal(2);
+    expect(agent.conversations, 'a conversation fact belongs to no agent').to.equal(0);
+  });
+
+  it('series: one point per day (or hour) of the range in the time zone, empty ones included; CSV by format or Accept', async () => {
+    const { app } = await getHarness();
+    const t = await createTenant({ timezone: 'Europe/Paris' });
+    const auth = bearer(t.owner.accessToken);
+    await createConversation(t);
+    const series = (await request(app).get('/api/v1/reports/series?from=2026-03-28&to=2026-03-30').set(auth).expect(200)).body;
+    expect(series.points.map((p: { start: string }) => p.start)).to.deep.equal(['2026-03-27T23:00:00.000Z', '2026-03-28T23:00:00.000Z', '2026-03-29T22:00:00.000Z']);
+    const hours = (await request(app).get('/api/v1/reports/series?from=2026-03-29&to=2026-03-29&group_by=hour').set(auth).expect(200)).body;
+    expect(hours.points, 'the night clocks go forward has 23 hours').to.have.length(23);
+    const now = (await request(app).get(`/api/v1/reports/series?from=${today()}&to=${today()}&time_zone=UTC`).set(auth).expect(200)).body;
+    expect(now.points[0].conversations).to.equal(1);
+    const csv = await request(app).get(`/api/v1/reports/series?from=${today()}&to=${today()}&format=csv`).set(auth).expect(200);
+    expect(csv.headers['content-type']).to.match(/^text\/csv/);
+    expect(csv.text.split('\r\n')[0]).to.match(/^start,conversations,reopens,handoffs,first_response_count/);
+    const accept = await request(app).get(`/api/v1/reports/summary?from=${today()}&to=${today()}`).set(auth).set('Accept', 'text/csv').expect(200);
+    expect(accept.text).to.contain('conversations,1');
+  });
+
+  it('400 naming the parameter: a range over 400 days or ending before it starts, an unknown time zone or grouping, a date that does not exist', async () => {
+    const { app } = await getHarness();
+    const t = await createTenant();
+    const auth = bearer(t.owner.accessToken);
+    const named = async (url: string, field: string) => {
+      const body = expectProblem(await request(app).get(url).set(auth), 400, 'ERR_VALIDATION');
+      expect(JSON.stringify(body.errors), url).to.contain(field);
+    };
+    await named('/api/v1/reports/summary?from=2025-01-01&to=2026-02-05', 'to');
+    await named('/api/v1/reports/summary?from=2026-02-05&to=2026-02-04', 'to');
+    await named('/api/v1/reports/summary?from=2026-02-05&to=2026-02-06&time_zone=Mars/Olympus', 'time_zone');
+    await named('/api/v1/reports/series?from=2026-02-05&to=2026-02-06&group_by=week', 'group_by');
+    await named('/api/v1/reports/series?from=2026-02-30&to=2026-03-06', 'from');
+    await request(app).get('/api/v1/reports/summary?from=2025-01-01&to=2026-02-04').set(auth).expect(200);
+  });
+
+  it('business time: only open hours count, across midnight and a change of daylight saving', () => {
+    const hours = { time_zone: 'Europe/Paris', weekly: { fri: [['09:00', '17:00']], sat: [['22:00', '02:00']], sun: [['09:00', '10:00']] }, overrides: [] } as never;
+    // Friday 2026-03-27 16:00 Paris (15:00Z) to Sunday 2026-03-29 09:30 Paris (07:30Z, summer time): 1 h + 4 h + 30 min.
+    expect(openSecondsBetween(hours, new Date('2026-03-27T15:00:00Z'), new Date('2026-03-29T07:30:00Z'))).to.equal((60 + 240 + 30) * 60);
+    expect(openSecondsBetween(hours, new Date('2026-03-27T20:00:00Z'), new Date('2026-03-27T21:00:00Z'))).to.equal(0);
+    const { start, end } = rangeOf({ from: '2026-10-25', to: '2026-10-25' }, 'Europe/Paris');
+    expect((end.getTime() - start.getTime()) / 3_600_000, 'the night clocks go back has 25 hours').to.equal(25);
+    expect(pointsOf(20_386, 20_386, 'Europe/Paris', 'hour')).to.have.length(24);
+  });
+});
