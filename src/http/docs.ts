@@ -1,18 +1,12 @@
-import express, { type Router } from 'express';
-import { createRequire } from 'node:module';
+import express, { type Request, type Response, type Router } from 'express';
 import type { Contract } from './contract.ts';
+import type { CompressedAsset, RenderedPage } from './reference.ts';
 
-// Only the folder of swagger-ui's static files: the package's main entry would load its whole
-// browser bundle into the server.
-const swaggerUiDir = createRequire(import.meta.url)('swagger-ui-dist/absolute-path.js')() as string;
-// The AsyncAPI viewer's standalone bundle (React and the parser inside): served from node_modules, so
-// the events page works offline.
-const asyncApiBundle = createRequire(import.meta.url).resolve('@asyncapi/react-component/browser/standalone/index.js');
-const asyncApiStyle = createRequire(import.meta.url).resolve('@asyncapi/react-component/styles/default.min.css');
-
-// The contract as the service serves it (with itself as the first server): JSON, YAML, and rendered at
-// /api/docs; the events' AsyncAPI document (standing alone: its references into chat.yaml brought in)
-// at /api/asyncapi.yaml and .json, rendered at /api/docs/events.
+// The contract as the service serves it (with itself as the first server): JSON and YAML at
+// /api/openapi.json and .yaml; the events' AsyncAPI document (standing alone: its references into
+// chat.yaml brought in) at /api/asyncapi.yaml and .json. Both are rendered as one reference with Redoc
+// (src/http/reference.ts): REST at /api/docs (docs/getting-started.md first), the events at
+// /api/docs/events, each page its own URL rendered on the server.
 export function contractDocsRouter(contract: Contract): Router {
   const router = express.Router();
   // A relative server first, so the rendered docs' requests go to this service wherever it runs (the
@@ -41,53 +35,68 @@ export function contractDocsRouter(contract: Contract): Router {
   router.get('/asyncapi.yaml', async (_req, res) => {
     res.type('application/yaml').send(await asyncapiYaml());
   });
-  router.get(['/docs', '/docs/'], (_req, res) => {
-    res.type('text/html').send(DOCS_PAGE);
+  const docsBase = `${contract.basePath}/docs`;
+  // The reference module (React, Redoc) loads at the first request for a page of it.
+  const reference = once(async () => {
+    const { Reference, REDOC_VERSION, servedEventsDocument, servedRestDocument } = await import('./reference.ts');
+    return new Reference(
+      { rest: servedRestDocument(contract.document, contract.basePath), events: servedEventsDocument(contract.document) },
+      {
+        basePaths: { rest: docsBase, events: `${docsBase}/events` },
+        bundleUrl: `${docsBase}/assets/redoc-${REDOC_VERSION}.js`,
+        documentUrls: { rest: `${docsBase}/reference/openapi.json`, events: `${docsBase}/reference/asyncapi.json` },
+        nav: [
+          { label: 'Getting started', href: `${docsBase}/getting-started` },
+          { label: 'REST API', href: docsBase, kind: 'rest' },
+          { label: 'Events (WebSocket)', href: `${docsBase}/events`, kind: 'events' },
+          { label: 'openapi.yaml', href: `${contract.basePath}/openapi.yaml` },
+          { label: 'asyncapi.yaml', href: `${contract.basePath}/asyncapi.yaml` },
+        ],
+        router: 'history',
+      },
+    );
   });
-  router.get(['/docs/events', '/docs/events/'], (_req, res) => {
-    res.type('text/html').send(EVENTS_PAGE);
+  const bundle = once(async () => {
+    const { compressAsset, redocBundle } = await import('./reference.ts');
+    return compressAsset(redocBundle());
   });
-  router.get('/docs/events/asyncapi-standalone.js', (_req, res) => {
-    res.type('text/javascript').sendFile(asyncApiBundle);
+  const servedJson = (kind: 'rest' | 'events') => once(async () => (await import('./reference.ts')).compressAsset(JSON.stringify((await reference()).document(kind))));
+  const restJson = servedJson('rest');
+  const eventsJson = servedJson('events');
+  router.get('/docs/assets/:file', async (req, res, next) => {
+    const { REDOC_VERSION } = await import('./reference.ts');
+    if (req.params.file !== `redoc-${REDOC_VERSION}.js`) return next();
+    res.set('Cache-Control', 'public, max-age=31536000, immutable');
+    sendCompressed(req, res, 'text/javascript', await bundle());
   });
-  router.get('/docs/events/asyncapi.css', (_req, res) => {
-    res.type('text/css').sendFile(asyncApiStyle);
+  router.get('/docs/reference/openapi.json', async (req, res) => sendCompressed(req, res, 'application/json', await restJson()));
+  router.get('/docs/reference/asyncapi.json', async (req, res) => sendCompressed(req, res, 'application/json', await eventsJson()));
+  router.get(['/docs', '/docs/{*page}'], async (req, res, next) => {
+    const docs = await reference();
+    const path = `${contract.basePath}${req.path}`;
+    const kind = await docs.kindOf(path);
+    if (!kind) return next();
+    sendPage(req, res, await docs.page(kind, path));
   });
-  router.use('/docs', express.static(swaggerUiDir, { index: false }));
   return router;
 }
 
-const DOCS_PAGE = `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Customer Chat API</title>
-  <link rel="stylesheet" href="/api/docs/swagger-ui.css">
-</head>
-<body>
-  <nav style="font: 14px sans-serif; padding: 8px 20px; background: #1b1b1b;">
-    <a style="color: #fff;" href="/api/docs/events">Events (WebSocket): the AsyncAPI reference</a>
-  </nav>
-  <div id="docs"></div>
-  <script src="/api/docs/swagger-ui-bundle.js"></script>
-  <!-- validatorUrl null: Swagger UI would otherwise send the contract to an online validator. -->
-  <script>window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null });</script>
-</body>
-</html>
-`;
+/** The smallest encoding the client takes. */
+function encodingFor(req: Request): 'br' | 'gzip' | undefined {
+  const accepted = String(req.headers['accept-encoding'] ?? '');
+  return /\bbr\b/.test(accepted) ? 'br' : /\bgzip\b/.test(accepted) ? 'gzip' : undefined;
+}
 
-const EVENTS_PAGE = `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Customer Chat events (AsyncAPI)</title>
-  <link rel="stylesheet" href="/api/docs/events/asyncapi.css">
-</head>
-<body>
-  <nav style="font: 14px sans-serif; padding: 8px 20px;"><a href="/api/docs">REST API reference</a> · <a href="/api/asyncapi.yaml">asyncapi.yaml</a></nav>
-  <div id="asyncapi"></div>
-  <script src="/api/docs/events/asyncapi-standalone.js"></script>
-  <script>AsyncApiStandalone.render({ schema: { url: '/api/asyncapi.json' }, config: { show: { sidebar: true } } }, document.getElementById('asyncapi'));</script>
-</body>
-</html>
-`;
+function sendCompressed(req: Request, res: Response, type: string, asset: CompressedAsset): void {
+  const encoding = encodingFor(req);
+  res.type(type).vary('Accept-Encoding');
+  if (encoding) res.set('Content-Encoding', encoding);
+  res.send(encoding ? asset[encoding] : asset.body);
+}
+
+function sendPage(req: Request, res: Response, page: RenderedPage): void {
+  const encoding = encodingFor(req);
+  res.type('text/html').vary('Accept-Encoding').set('Cache-Control', 'no-cache');
+  if (encoding) res.set('Content-Encoding', encoding);
+  res.send(encoding ? page[encoding] : page.html);
+}
