@@ -2458,9 +2458,9 @@ export interface components {
             /**
              * @description Where the conversation stands in its queue (1: the next to be given out), among the conversations
              *     of the same department (or of none) that are open, unassigned and not held by a bot, oldest first;
-             *     null when it is not queued. Computed when read: on a conversation's own answers (GET and every
-             *     operation answering one conversation) and in `conversation.created` and `conversation.queued`;
-             *     list pages leave it out. See docs/hours-and-routing.md.
+             *     null when it is not queued. Computed when read, on a conversation's own answers (GET and every
+             *     operation answering one conversation); list pages, and conversations inside events, may leave it
+             *     out (`conversation.queued` carries it). See docs/hours-and-routing.md.
              */
             queue_position?: number | null;
             /** @description The visitor's answer to the last satisfaction survey, or null */

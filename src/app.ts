@@ -142,8 +142,9 @@ export function createServices(deps: AppDeps) {
   const sessions = deps.sessions ?? new SessionCache();
   const billing = new BillingService({ database, logger, appUrl, config: deps.config.billing, stripe: deps.stripe });
   const team = new TeamService({ database, presence });
-  const conversations = new ConversationService({ database, bus, presence, limits: billing });
   const routing = new RoutingService({ database, bus, presence });
+  // Transfers and handoffs go through routing (which sits above conversations: it is passed in).
+  const conversations = new ConversationService({ database, bus, presence, limits: billing, routing: routing.forConversations() });
   return {
     bus,
     sessions,

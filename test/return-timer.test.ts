@@ -64,7 +64,7 @@ describe('routing: the return timer', function () {
           .execute(),
       );
     const conversation = () => database.withTenant(t.tenantId, (trx) => trx.selectFrom('conversations').select(['status', 'assigned_user_id', 'returned_from_user_id']).where('id', '=', conversationId).executeTakeFirstOrThrow());
-    return { t, a, b, conversationId, instances, message, conversation };
+    return { t, a, b, departmentId, conversationId, instances, message, conversation };
   }
 
   it('an unanswered visitor message past the timer moves the conversation exactly once (two instances at once), to B, with a notice and an event A receives', async () => {
@@ -85,6 +85,16 @@ describe('routing: the return timer', function () {
     expect(assigned.map((e) => [e.data, e.recipients])).to.deep.equal([
       [{ conversation_id: s.conversationId, assigned_user_id: null, previous_assigned_user_id: s.a, by: 'return_timer' }, [s.a]],
       [{ conversation_id: s.conversationId, assigned_user_id: s.b, previous_assigned_user_id: null, by: 'routing' }, [s.b]],
+    ]);
+    // conversation.returned (A addressed too) and conversation.queued, each once; the visitor has waited since their first unanswered message.
+    const events = await eventsOf(s.t, s.conversationId);
+    const waitingSince = (events.find((e) => e.type === 'conversation.returned')!.data as { waiting_since: string }).waiting_since;
+    expect(Date.now() - new Date(waitingSince).getTime()).to.be.within(12 * MINUTE - 5_000, 12 * MINUTE + 60_000);
+    expect(events.filter((e) => e.type === 'conversation.returned').map((e) => [e.data, e.recipients])).to.deep.equal([
+      [{ conversation_id: s.conversationId, previous_assigned_user_id: s.a, department_id: s.departmentId, return_after_minutes: 10, waiting_since: waitingSince }, [s.a]],
+    ]);
+    expect(events.filter((e) => e.type === 'conversation.queued').map((e) => e.data)).to.deep.equal([
+      { conversation_id: s.conversationId, department_id: s.departmentId, reason: 'returned', queue_position: 1, waiting_since: waitingSince },
     ]);
     // B has it since just now: nothing more moves.
     expect(await s.instances[0]!.returnExpired()).to.equal(0);

@@ -80,6 +80,133 @@ from
 where
   "id" = $2;
 
+-- conversation.findConversationAnswer
+select
+  "id",
+  "tenant_id",
+  "status",
+  "priority",
+  "subject",
+  "visitor_id",
+  "contact_id",
+  "widget_id",
+  "department_id",
+  "assigned_user_id",
+  "bot_state",
+  "last_message",
+  "last_message_at",
+  "last_activity_at",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "message_count",
+  "bot_id",
+  "last_visitor_message_at",
+  "assigned_at",
+  "returned_from_user_id",
+  "snoozed_until",
+  "snooze_until_reply",
+  conversations.message_count - coalesce(
+    (
+      select
+        rm.seen_count + rm.own_since
+      from
+        read_marks rm
+      where
+        rm.conversation_id = conversations.id
+        and rm.reader_id = $1
+    ),
+    0
+  ) as "unread_count",
+  (
+    select
+      json_build_object(
+        'rating',
+        s.rating,
+        'comment',
+        s.comment,
+        'answered_at',
+        s.answered_at
+      )
+    from
+      surveys s
+    where
+      s.conversation_id = conversations.id
+      and s.status = 'answered'
+    order by
+      s.answered_at desc
+    limit
+      1
+  ) as "satisfaction",
+  coalesce(
+    (
+      select
+        json_agg(
+          json_build_object('id', l.id, 'name', l.name, 'color', l.color)
+          order by
+            lower(l.name),
+            l.id
+        )
+      from
+        conversation_labels cl
+        join labels l on l.id = cl.label_id
+      where
+        cl.conversation_id = conversations.id
+    ),
+    '[]'::json
+  ) as "labels",
+  case
+    when "conversations"."status" = 'open'
+    and "conversations"."assigned_user_id" is null
+    and "conversations"."bot_state" <> 'active' then (
+      select
+        count(*)::int
+      from
+        conversations q
+      where
+        q.status = 'open'
+        and q.assigned_user_id is null
+        and q.bot_state <> 'active'
+        and q.department_id is not distinct from "conversations"."department_id"
+        and (
+          q.created_at < "conversations"."created_at"
+          or (
+            q.created_at = "conversations"."created_at"
+            and q.id <= "conversations"."id"
+          )
+        )
+    )
+  end as "queue_position",
+  case
+    when "conversations"."status" <> 'closed' then (
+      select
+        min(m.created_at)
+      from
+        messages m
+      where
+        m.conversation_id = "conversations"."id"
+        and m.sender_type = 'visitor'
+        and m.created_at > coalesce(
+          (
+            select
+              max(r.created_at)
+            from
+              messages r
+            where
+              r.conversation_id = "conversations"."id"
+              and r.sender_type in ('user', 'bot')
+              and not r.internal
+              and r.type = 'text'
+          ),
+          '-infinity'::timestamptz
+        )
+    )
+  end as "waiting_since"
+from
+  "conversations"
+where
+  "id" = $2;
+
 -- conversation.findConversations
 select
   "id",

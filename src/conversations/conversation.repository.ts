@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 import { allColumns, prepared, preparedShapes } from '../db/prepared.ts';
 import { cappedCount } from '../db/paginate.ts';
+import { queuePositionOf, waitingSinceOf } from '../db/queue.ts';
 import type { BotState, ConversationStatus, ConversationsTable, DB, Priority } from '../db/schema.ts';
 
 // Every query here runs as the request role, so row-level security keeps it inside the tenant.
@@ -69,6 +70,23 @@ const findConversationStatement = prepared((db, p: { id: string; readerId: strin
 
 export async function findConversation(trx: Tx, id: string, readerId: string) {
   return (await findConversationStatement(trx, { id, readerId })).rows[0];
+}
+
+// The conversation as its own answers give it: with its queue position and since when the visitor waits
+// (src/db/queue.ts), in the same one statement.
+const findConversationAnswerStatement = prepared((db, p: { id: string; readerId: string }) =>
+  db
+    .selectFrom('conversations')
+    .select(CONVERSATION_COLUMNS)
+    .select(unreadCount(p.readerId))
+    .select(satisfaction)
+    .select(labelsOf)
+    .select(() => [queuePositionOf('conversations').as('queue_position'), waitingSinceOf('conversations').as('waiting_since')])
+    .where('id', '=', p.id),
+);
+
+export async function findConversationAnswer(trx: Tx, id: string, readerId: string) {
+  return (await findConversationAnswerStatement(trx, { id, readerId })).rows[0];
 }
 
 /** Several conversations as findConversation reads one (search results); in no particular order. */

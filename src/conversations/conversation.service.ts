@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
+import type { RoutingMode } from '../db/schema.ts';
 import type { PlanLimits } from '../billing/billing.service.ts';
 import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction } from '../events/outbox.ts';
@@ -61,6 +62,26 @@ export const toConversationDto = (c: repo.ConversationRow): ConversationDto => (
 });
 
 /** usr_<uuid> or the bare uuid, as the seed's bodies allow; always the usr_ form inside. */
+/**
+ * What conversations ask of routing when a transfer or a handoff hands one to a department (or the team):
+ * src/routing/ sits above conversations in the feature graph, so app.ts passes it in. Without it, every
+ * department picks as `manual` does.
+ */
+export interface ConversationRouting {
+  /** In the change's transaction: `manual` (pick as before), or routing's pick by mode and capacity (null: nobody available, it waits). */
+  route(trx: Tx, tenantId: string, departmentId: string | null): Promise<{ mode: RoutingMode; assignee: string | null }>;
+  /** conversation.assigned by routing. */
+  assigned(emit: Emit, conversationId: string, assignee: string, previous: string | null): Promise<unknown>;
+  /** conversation.queued, with the queue position and since when the visitor waits. */
+  queued(trx: Tx, emit: Emit, conversationId: string, departmentId: string | null, reason: 'transferred' | 'handed_off'): Promise<unknown>;
+}
+
+const MANUAL: ConversationRouting = {
+  route: async () => ({ mode: 'manual', assignee: null }),
+  assigned: async () => undefined,
+  queued: async () => undefined,
+};
+
 export const normaliseUserRef = (ref: string) => (ref.startsWith('usr_') ? ref : `usr_${ref}`);
 
 const userNotInTenant = () => new AppError('ERR_USER_NOT_IN_TENANT', 'The person is not an active member of the team');
@@ -119,23 +140,26 @@ export class ConversationService {
   readonly #bus: EventBus;
   readonly #presence: PresenceStore;
   readonly #limits: PlanLimits;
+  readonly #routing: ConversationRouting;
 
-  constructor(deps: { database: Database; bus: EventBus; presence: PresenceStore; limits: PlanLimits }) {
+  constructor(deps: { database: Database; bus: EventBus; presence: PresenceStore; limits: PlanLimits; routing?: ConversationRouting }) {
     this.#database = deps.database;
     this.#bus = deps.bus;
     this.#presence = deps.presence;
     this.#limits = deps.limits;
+    this.#routing = deps.routing ?? MANUAL;
   }
 
   #tx<T>(principal: Principal, fn: (trx: Tx, emit: Emit) => Promise<T>) {
     return inTenantTransaction(this.#database, this.#bus, principal.tenantId, fn);
   }
 
+  // A conversation's own answer carries its queue position and since when its visitor waits (list pages do not).
   async #load(trx: Tx, principal: Principal, id: string): Promise<ConversationDto> {
-    const row = await repo.findConversation(trx, id, callerIdOf(principal));
+    const row = await repo.findConversationAnswer(trx, id, callerIdOf(principal));
     if (!row) throw notFound('Conversation');
     checkBotAccess(row, principal, false);
-    return toConversationDto(row);
+    return { ...toConversationDto(row), queue_position: row.queue_position, waiting_since: row.waiting_since === null ? null : new Date(row.waiting_since).toISOString() };
   }
 
   async #lock(trx: Tx, id: string) {
@@ -284,18 +308,19 @@ export class ConversationService {
     return this.#tx(principal, async (trx, emit) => {
       const conversation = await this.#lock(trx, id);
       if (conversation.status === 'closed') throw conversationClosed();
-      let assignee: string;
+      let assignee: string | null;
+      let routed = false;
       let departmentId = conversation.department_id;
       if (input.user_id !== undefined) {
         assignee = normaliseUserRef(input.user_id);
         await assertCanHandle(trx, principal.tenantId, assignee);
       } else {
         departmentId = input.department_id!;
-        assignee = await this.#pickFromDepartment(trx, principal.tenantId, departmentId);
+        ({ assignee, routed } = await this.#route(trx, principal.tenantId, departmentId, { required: true }));
       }
       const now = new Date();
-      await repo.updateConversation(trx, id, { status: 'assigned', assigned_user_id: assignee, department_id: departmentId }, now);
-      await repo.markAssigned(trx, assignee, now);
+      await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee, department_id: departmentId }, now);
+      if (assignee) await repo.markAssigned(trx, assignee, now);
       if (input.note) {
         await appendMessage(trx, emit, conversation, { sender_type: 'user', sender_id: user.userId, type: 'note', content: input.note, internal: true }, now);
       }
@@ -303,9 +328,10 @@ export class ConversationService {
       await emit(
         'conversation.transferred',
         { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
-        { conversationId: id, internal: true, recipients: [assignee] },
+        { conversationId: id, internal: true, ...(assignee ? { recipients: [assignee] } : {}) },
       );
       if (conversation.bot_state === 'active') await this.#handOff(trx, emit, conversation, { by: 'member', assignee, departmentId }, now);
+      await this.#routed(trx, emit, id, { routed, assignee, previous: conversation.assigned_user_id, departmentId, reason: 'transferred' });
       return { message: 'Conversation transferred', conversation: await this.#load(trx, principal, id) };
     });
   }
@@ -324,9 +350,10 @@ export class ConversationService {
       const bot = conversation.bot_id ? await botInTransaction(trx, conversation.bot_id) : undefined;
       const departmentId = input.department_id ?? bot?.handoff_department_id ?? conversation.department_id;
       let assignee: string | null;
-      if (input.department_id !== undefined) assignee = await this.#pickFromDepartment(trx, principal.tenantId, input.department_id);
+      let routed = false;
+      if (input.department_id !== undefined) ({ assignee, routed } = await this.#route(trx, principal.tenantId, input.department_id, { required: true }));
       else if (principal.kind === 'user') assignee = principal.userId;
-      else assignee = await this.#pickOrQueue(trx, principal.tenantId, departmentId);
+      else ({ assignee, routed } = await this.#route(trx, principal.tenantId, departmentId, { required: false }));
       const now = new Date();
       await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee, department_id: departmentId }, now);
       if (assignee) await repo.markAssigned(trx, assignee, now);
@@ -335,6 +362,7 @@ export class ConversationService {
         await appendMessage(trx, emit, conversation, { ...author, type: 'note', content: input.note, internal: true }, now);
       }
       await this.#handOff(trx, emit, conversation, { by: principal.kind === 'user' ? 'member' : 'bot', assignee, departmentId }, now);
+      await this.#routed(trx, emit, id, { routed, assignee, previous: conversation.assigned_user_id, departmentId, reason: 'handed_off' });
       return { message: 'Conversation handed off', conversation: await this.#load(trx, principal, id) };
     });
   }
@@ -357,13 +385,37 @@ export class ConversationService {
     );
   }
 
-  // A bot's handoff never fails for want of an agent: with nobody to pick it waits, open, in the queue.
-  async #pickOrQueue(trx: Tx, tenantId: string, departmentId: string | null): Promise<string | null> {
-    if (departmentId) {
-      if (!(await repo.departmentExists(trx, departmentId))) return null;
-      return this.#rank(tenantId, await repo.departmentCandidates(trx, departmentId));
+  /**
+   * Who takes a conversation handed to a department (or the team, null) by a transfer or a handoff. Where
+   * routing is on (the department's mode, or the tenant's), routing picks (online, under capacity; see
+   * ConversationRouting), and nobody available leaves it in the queue (null). In `manual`, the pick as
+   * before: online first, then away, then offline. `required` (a department named in the request): it must
+   * be this tenant's (ERR_INVALID_DEPARTMENT) and have an active full-seat member (ERR_DEPARTMENT_NO_AGENTS),
+   * as before; otherwise (a bot's handoff to its own department, which never fails for want of an agent)
+   * the conversation waits in the queue.
+   */
+  async #route(trx: Tx, tenantId: string, departmentId: string | null, options: { required: boolean }): Promise<{ assignee: string | null; routed: boolean }> {
+    if (departmentId && !(await repo.departmentExists(trx, departmentId))) {
+      if (options.required) throw invalidDepartment();
+      return { assignee: null, routed: false };
     }
-    return this.#rank(tenantId, await repo.teamCandidates(trx, tenantId));
+    const candidates = departmentId ? await repo.departmentCandidates(trx, departmentId) : await repo.teamCandidates(trx, tenantId);
+    if (candidates.length === 0 && options.required) throw noAgents();
+    const routing = await this.#routing.route(trx, tenantId, departmentId);
+    if (routing.mode !== 'manual') return { assignee: routing.assignee, routed: true };
+    return { assignee: await this.#rank(tenantId, candidates), routed: false };
+  }
+
+  // Routing's own events for a transfer or handoff it routed: the assignment it made, or the wait in the queue.
+  async #routed(
+    trx: Tx,
+    emit: Emit,
+    id: string,
+    r: { routed: boolean; assignee: string | null; previous: string | null; departmentId: string | null; reason: 'transferred' | 'handed_off' },
+  ) {
+    if (!r.routed) return;
+    if (r.assignee) await this.#routing.assigned(emit, id, r.assignee, r.previous);
+    else await this.#routing.queued(trx, emit, id, r.departmentId, r.reason);
   }
 
   async close(principal: Principal, id: string): Promise<S['ConversationResult']> {
@@ -436,21 +488,25 @@ export class ConversationService {
     return true;
   }
 
-  /** Transfers to the department's pick, as a member's transfer does; answers the assignee. */
+  /**
+   * Transfers to the department as a member's transfer does (routed where routing is on); answers the
+   * assignee, or `the queue` when routing found nobody available and the conversation waits there.
+   */
   async transferForWorkflow(trx: Tx, emit: Emit, id: string, departmentId: string): Promise<string> {
     const conversation = await this.#lock(trx, id);
     if (conversation.status === 'closed') throw conversationClosed();
-    const assignee = await this.#pickFromDepartment(trx, conversation.tenant_id, departmentId);
+    const { assignee, routed } = await this.#route(trx, conversation.tenant_id, departmentId, { required: true });
     const now = new Date();
-    await repo.updateConversation(trx, id, { status: 'assigned', assigned_user_id: assignee, department_id: departmentId }, now);
-    await repo.markAssigned(trx, assignee, now);
+    await repo.updateConversation(trx, id, { status: assignee ? 'assigned' : 'open', assigned_user_id: assignee, department_id: departmentId }, now);
+    if (assignee) await repo.markAssigned(trx, assignee, now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.transferred }, now);
     await emit(
       'conversation.transferred',
       { conversation_id: id, assigned_user_id: assignee, department_id: departmentId },
-      { conversationId: id, internal: true, recipients: [assignee] },
+      { conversationId: id, internal: true, ...(assignee ? { recipients: [assignee] } : {}) },
     );
-    return assignee;
+    await this.#routed(trx, emit, id, { routed, assignee, previous: conversation.assigned_user_id, departmentId, reason: 'transferred' });
+    return assignee ?? 'the queue';
   }
 
   /** A system message the visitor sees. */
@@ -470,13 +526,6 @@ export class ConversationService {
 
   // Online first, then away, then offline; among equals the fewest open conversations, then the one who
   // has waited longest since their last assignment (never assigned counts as longest).
-  async #pickFromDepartment(trx: Tx, tenantId: string, departmentId: string): Promise<string> {
-    if (!(await repo.departmentExists(trx, departmentId))) throw invalidDepartment();
-    const picked = await this.#rank(tenantId, await repo.departmentCandidates(trx, departmentId));
-    if (!picked) throw new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
-    return picked;
-  }
-
   async #rank(tenantId: string, candidates: { user_id: string; last_assigned_at: Date | null; open_conversations: number | null }[]): Promise<string | null> {
     if (candidates.length === 0) return null;
     const presence = await this.#presence.presenceOf(tenantId, candidates.map((c) => c.user_id));
@@ -499,6 +548,7 @@ const SYSTEM_READER = 'system';
 export const departmentOf = (trx: Tx, id: string): Promise<boolean> => repo.departmentExists(trx, id);
 
 const invalidDepartment = () => new AppError('ERR_INVALID_DEPARTMENT', 'The department does not belong to this account');
+const noAgents = () => new AppError('ERR_DEPARTMENT_NO_AGENTS', 'Nobody in the department can take over: it has no active full-seat member');
 
 async function assertCanHandle(trx: Tx, tenantId: string, userId: string): Promise<void> {
   const member = await activeMembership(trx, tenantId, userId);

@@ -209,32 +209,76 @@ set
 where
   "user_id" in ($2, $3);
 
--- routing.queuePosition
+-- routing.lockQueuedIds
 select
-  (
-    select
-      count(*) as "n"
-    from
-      "conversations" as "q"
-    where
-      "q"."status" = $1
-      and "q"."assigned_user_id" is null
-      and "q"."bot_state" <> $2
-      and (
-        "q"."created_at" < "c"."created_at"
-        or (
-          "q"."created_at" = "c"."created_at"
-          and "q"."id" <= "c"."id"
+  "id",
+  "department_id"
+from
+  "conversations"
+where
+  "id" in ($1, $2)
+  and "status" = $3
+  and "assigned_user_id" is null
+  and "bot_state" <> $4
+order by
+  "created_at",
+  "id"
+for update
+  skip locked;
+
+-- routing.queueFigures
+select
+  case
+    when "c"."status" = 'open'
+    and "c"."assigned_user_id" is null
+    and "c"."bot_state" <> 'active' then (
+      select
+        count(*)::int
+      from
+        conversations q
+      where
+        q.status = 'open'
+        and q.assigned_user_id is null
+        and q.bot_state <> 'active'
+        and q.department_id is not distinct from "c"."department_id"
+        and (
+          q.created_at < "c"."created_at"
+          or (
+            q.created_at = "c"."created_at"
+            and q.id <= "c"."id"
+          )
         )
-      )
-  ) as "position"
+    )
+  end as "queue_position",
+  case
+    when "c"."status" <> 'closed' then (
+      select
+        min(m.created_at)
+      from
+        messages m
+      where
+        m.conversation_id = "c"."id"
+        and m.sender_type = 'visitor'
+        and m.created_at > coalesce(
+          (
+            select
+              max(r.created_at)
+            from
+              messages r
+            where
+              r.conversation_id = "c"."id"
+              and r.sender_type in ('user', 'bot')
+              and not r.internal
+              and r.type = 'text'
+          ),
+          '-infinity'::timestamptz
+        )
+    )
+  end as "waiting_since"
 from
   "conversations" as "c"
 where
-  "c"."id" = $3
-  and "c"."status" = $4
-  and "c"."assigned_user_id" is null
-  and "c"."bot_state" <> $5;
+  "c"."id" = $1;
 
 -- routing.expiredAssignments
 select

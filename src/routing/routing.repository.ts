@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { queuePositionOf, waitingSinceOf } from '../db/queue.ts';
 import type { RoutingMode } from '../db/schema.ts';
 
 // Every query runs as the request role: row-level security keeps them inside the tenant.
@@ -123,26 +124,31 @@ export async function assignMany(trx: Tx, given: [string, string][], now: Date):
     .execute();
 }
 
-/** Queue positions (1 = next) of open unassigned conversations, by created_at. */
-export async function queuePosition(trx: Tx, conversationId: string): Promise<number | null> {
+/** Queued conversations among `ids` (open, unassigned, not with a bot), locked; those another transaction holds are skipped. */
+export async function lockQueuedIds(trx: Tx, ids: string[]) {
+  if (ids.length === 0) return [];
+  return trx
+    .selectFrom('conversations')
+    .select(['id', 'department_id'])
+    .where('id', 'in', ids)
+    .where('status', '=', 'open')
+    .where('assigned_user_id', 'is', null)
+    .where('bot_state', '<>', 'active')
+    .orderBy('created_at')
+    .orderBy('id')
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/** A conversation's queue position (null: not queued) and since when its visitor waits (src/db/queue.ts). */
+export async function queueFigures(trx: Tx, conversationId: string): Promise<{ queue_position: number | null; waiting_since: Date | null }> {
   const row = await trx
     .selectFrom('conversations as c')
-    .select((eb) =>
-      eb
-        .selectFrom('conversations as q')
-        .select(eb.fn.countAll<string>().as('n'))
-        .where('q.status', '=', 'open')
-        .where('q.assigned_user_id', 'is', null)
-        .where('q.bot_state', '<>', 'active')
-        .where((w) => w.or([w('q.created_at', '<', w.ref('c.created_at')), w.and([w('q.created_at', '=', w.ref('c.created_at')), w('q.id', '<=', w.ref('c.id'))])]))
-        .as('position'),
-    )
+    .select(() => [queuePositionOf('c').as('queue_position'), waitingSinceOf('c').as('waiting_since')])
     .where('c.id', '=', conversationId)
-    .where('c.status', '=', 'open')
-    .where('c.assigned_user_id', 'is', null)
-    .where('c.bot_state', '<>', 'active')
     .executeTakeFirst();
-  return row ? Number(row.position) : null;
+  return { queue_position: row?.queue_position ?? null, waiting_since: row?.waiting_since ?? null };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { EventBus } from '../events/bus.ts';
 import { type Emit, inTenantTransaction, type StoredEvent } from '../events/outbox.ts';
 import type { components } from '../../generated/api.ts';
 import type { Job } from '../jobs/scheduler.ts';
+import type { ConversationRouting } from '../conversations/conversation.service.ts';
 import { appendMessage } from '../conversations/message.service.ts';
 import type { PresenceStore } from '../presence/presence.ts';
 import { notFound } from '../shared/errors.ts';
@@ -32,8 +33,88 @@ export function returnTimerJob(routing: RoutingService, intervalMs: number): Job
 /** Conversations looked at per transaction while giving out the queue. */
 const BATCH = 50;
 
+type QueueReason = S['QueueReason'];
+
+/** The mode conversations of a department (or of none) are routed by: the department's own, else the tenant's. */
+async function modeOf(trx: Tx, tenantId: string, departmentId: string | null, options: { lock?: boolean } = {}) {
+  const tenant = await repo.tenantRouting(trx, tenantId, options);
+  const department = departmentId === null ? undefined : await repo.departmentRouting(trx, departmentId, options);
+  return department?.routing
+    ? { mode: department.routing, last: department.round_robin_last_user_id, own: true as const }
+    : { mode: tenant.routing, last: tenant.round_robin_last_user_id, own: false as const };
+}
+
+/**
+ * Routing for a conversation handed to a department (or the team) by a transfer or a handoff, in that
+ * change's transaction (which holds the conversation's lock). `manual` answers at once and changes nothing:
+ * the caller picks as before. Otherwise it picks as a routing run does (the department's mode, online full
+ * seats under capacity, round robin's position moved on) while holding the tenant's row, as every routing
+ * run does, so no run on any instance gives the same agent's last place at the same time; `assignee` null:
+ * nobody is available, and the conversation waits in the queue.
+ */
+export async function routeOne(
+  trx: Tx,
+  presence: PresenceStore,
+  tenantId: string,
+  departmentId: string | null,
+): Promise<{ mode: RoutingMode; assignee: string | null }> {
+  const first = await modeOf(trx, tenantId, departmentId);
+  if (first.mode === 'manual') return { mode: 'manual', assignee: null };
+  // Presence is read before any lock is taken; loads, after (they are what the lock protects).
+  const members = await repo.candidates(trx, departmentId);
+  const state = members.length === 0 ? new Map() : await presence.presenceOf(tenantId, members.map((m) => m.user_id));
+  const online = members.map((m) => m.user_id).filter((id) => state.get(id) === 'online');
+  const { mode, last, own } = await modeOf(trx, tenantId, departmentId, { lock: true });
+  if (mode === 'manual') return { mode: 'manual', assignee: null };
+  const chosen = pick(mode, await repo.candidates(trx, departmentId, { userIds: online }), last);
+  if (chosen && mode === 'round_robin') {
+    if (own) await repo.setDepartmentRouting(trx, departmentId!, { round_robin_last_user_id: chosen });
+    else await repo.setTenantRouting(trx, tenantId, { round_robin_last_user_id: chosen });
+  }
+  return { mode, assignee: chosen };
+}
+
+/** conversation.assigned by routing: the event of every assignment routing makes, addressed to the agent. */
+export function emitRouted(emit: Emit, conversationId: string, assignee: string, previous: string | null): Promise<string> {
+  return emit(
+    'conversation.assigned',
+    { conversation_id: conversationId, assigned_user_id: assignee, previous_assigned_user_id: previous, by: 'routing' },
+    { conversationId, internal: true, recipients: [assignee] },
+  );
+}
+
+/** conversation.queued: routing found nobody for the conversation; with its position and since when the visitor waits. */
+export async function emitQueued(trx: Tx, emit: Emit, conversationId: string, departmentId: string | null, reason: QueueReason): Promise<string> {
+  const figures = await repo.queueFigures(trx, conversationId);
+  return emit(
+    'conversation.queued',
+    { conversation_id: conversationId, department_id: departmentId, reason, queue_position: figures.queue_position, waiting_since: iso(figures.waiting_since) },
+    { conversationId, internal: true },
+  );
+}
+
+const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
+
 // What makes the queue worth a look: a conversation that may now wait in it, or an agent with room again.
-const WAKING_EVENTS = new Set(['conversation.created', 'conversation.closed', 'conversation.reopened', 'conversation.handed_off']);
+const WAKING_EVENTS = new Set(['conversation.created', 'conversation.closed', 'conversation.reopened', 'conversation.handed_off', 'conversation.transferred']);
+
+/**
+ * The conversations an event put in the queue without routing having looked for an agent yet: routing's
+ * next run announces those it cannot give out (conversation.queued). Transfers, handoffs and the return
+ * timer route (or announce) in their own transaction.
+ */
+function arrivals(e: StoredEvent['envelope']): [string, QueueReason] | undefined {
+  if (e.type === 'conversation.created') {
+    const { conversation } = e.data as S['ConversationCreatedData'];
+    if (conversation.status === 'open' && conversation.assigned_user_id === null && conversation.bot_state !== 'active') return [conversation.id, 'created'];
+  } else if (e.type === 'conversation.reopened') {
+    return [(e.data as S['ConversationReopenedData']).conversation_id, 'reopened'];
+  } else if (e.type === 'conversation.assigned') {
+    const data = e.data as S['ConversationAssignedData'];
+    if (data.assigned_user_id === null && data.by === undefined) return [data.conversation_id, 'unassigned'];
+  }
+  return undefined;
+}
 /** An assignment wakes routing when it takes a conversation from someone (they have room) or puts one back. */
 const wakes = (e: StoredEvent['envelope']) =>
   WAKING_EVENTS.has(e.type) ||
@@ -52,6 +133,8 @@ export class RoutingService {
   readonly #presence: PresenceStore;
   /** Per tenant: the run in flight, and whether another must follow it (something happened meanwhile). */
   readonly #runs = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** Per tenant: conversations that came into the queue here since the last run, and why (arrivals()). */
+  readonly #arrivals = new Map<string, Map<string, QueueReason>>();
   #stopped = false;
   readonly #unsubscribe: () => void;
 
@@ -60,7 +143,17 @@ export class RoutingService {
     this.#bus = deps.bus;
     this.#presence = deps.presence;
     this.#unsubscribe = this.#bus.subscribe((events) => {
-      const tenants = new Set(events.filter((e) => wakes(e.envelope)).map((e) => e.envelope.tenant_id));
+      const tenants = new Set<string>();
+      for (const { envelope } of events) {
+        if (!wakes(envelope)) continue;
+        tenants.add(envelope.tenant_id);
+        const arrival = arrivals(envelope);
+        if (arrival) {
+          let pending = this.#arrivals.get(envelope.tenant_id);
+          if (!pending) this.#arrivals.set(envelope.tenant_id, (pending = new Map()));
+          pending.set(...arrival);
+        }
+      }
       for (const tenantId of tenants) void this.wake(tenantId);
     });
   }
@@ -68,6 +161,15 @@ export class RoutingService {
   stop(): void {
     this.#stopped = true;
     this.#unsubscribe();
+  }
+
+  /** What conversations' transfers and handoffs ask of routing (ConversationRouting; app.ts passes it). */
+  forConversations(): ConversationRouting {
+    return {
+      route: (trx, tenantId, departmentId) => routeOne(trx, this.#presence, tenantId, departmentId),
+      assigned: emitRouted,
+      queued: emitQueued,
+    };
   }
 
   /** Gives out the tenant's queue soon; runs coalesce, so a burst of wake-ups costs one or two runs. Never rejects. */
@@ -154,6 +256,19 @@ export class RoutingService {
             { conversation_id: id, assigned_user_id: null, previous_assigned_user_id: from, by: 'return_timer' },
             { conversationId: id, internal: true, recipients: [from] },
           );
+          const { waiting_since: waitingSince } = await repo.queueFigures(trx, id);
+          await emit(
+            'conversation.returned',
+            {
+              conversation_id: id,
+              previous_assigned_user_id: from,
+              department_id: conversation.department_id!,
+              return_after_minutes: conversation.return_after_minutes!,
+              waiting_since: iso(waitingSince),
+            },
+            { conversationId: id, internal: true, recipients: [from] },
+          );
+          if ((await modeOf(trx, tenantId, conversation.department_id)).mode !== 'manual') await emitQueued(trx, emit, id, conversation.department_id, 'returned');
           return true;
         });
         if (done) movedNow++;
@@ -172,30 +287,64 @@ export class RoutingService {
     return withRoom.some((m) => presence.get(m.user_id) === 'online');
   }
 
-  /** One pass over the queue; answers how many conversations it gave out. */
+  /**
+   * One pass over the queue; answers how many conversations it gave out. Conversations that came into the
+   * queue here since the last pass (arrivals) and that it cannot give out are announced: conversation.queued.
+   */
   async dispatch(tenantId: string): Promise<number> {
-    const members = await this.#database.withTenant(tenantId, async (trx) => ((await repo.routingInUse(trx, tenantId)) ? repo.candidates(trx, null) : []));
-    if (members.length === 0) return 0;
-    const presence = await this.#presence.presenceOf(tenantId, members.map((m) => m.user_id));
-    const online = members.map((m) => m.user_id).filter((id) => presence.get(id) === 'online');
-    if (online.length === 0) return 0;
-    let total = 0;
-    let after: { created_at: Date; id: string } | undefined;
-    for (;;) {
-      const { given, last } = await inTenantTransaction(this.#database, this.#bus, tenantId, (trx, emit) => this.#giveOut(trx, emit, tenantId, online, after));
-      total += given;
-      if (!last || this.#stopped) return total;
-      after = last;
+    const arrived = this.#arrivals.get(tenantId) ?? new Map<string, QueueReason>();
+    this.#arrivals.delete(tenantId);
+    try {
+      return await this.#dispatch(tenantId, arrived);
+    } catch (err) {
+      // Announced at the next run instead (unless that one's own arrivals say otherwise).
+      const pending = this.#arrivals.get(tenantId) ?? new Map<string, QueueReason>();
+      for (const [id, reason] of arrived) if (!pending.has(id)) pending.set(id, reason);
+      if (pending.size > 0) this.#arrivals.set(tenantId, pending);
+      throw err;
     }
   }
 
-  /** One batch of the queue from `after`; answers how many it gave out, and where the next batch starts (none: the queue ended). */
+  async #dispatch(tenantId: string, arrived: Map<string, QueueReason>): Promise<number> {
+    const { inUse, members } = await this.#database.withTenant(tenantId, async (trx) =>
+      (await repo.routingInUse(trx, tenantId)) ? { inUse: true, members: await repo.candidates(trx, null) } : { inUse: false, members: [] },
+    );
+    if (!inUse) return 0;
+    const presence = members.length === 0 ? new Map() : await this.#presence.presenceOf(tenantId, members.map((m) => m.user_id));
+    const online = members.map((m) => m.user_id).filter((id) => presence.get(id) === 'online');
+    let total = 0;
+    if (online.length > 0) {
+      let after: { created_at: Date; id: string } | undefined;
+      for (;;) {
+        const { given, last } = await inTenantTransaction(this.#database, this.#bus, tenantId, (trx, emit) => this.#giveOut(trx, emit, tenantId, online, after, arrived));
+        total += given;
+        if (!last || this.#stopped) break;
+        after = last;
+      }
+    }
+    // Arrivals the walk did not reach (nobody online, or nobody with room left): announced if still queued.
+    if (arrived.size > 0 && !this.#stopped) {
+      await inTenantTransaction(this.#database, this.#bus, tenantId, async (trx, emit) => {
+        for (const { id, department_id: departmentId } of await repo.lockQueuedIds(trx, [...arrived.keys()])) {
+          if ((await modeOf(trx, tenantId, departmentId)).mode !== 'manual') await emitQueued(trx, emit, id, departmentId, arrived.get(id)!);
+        }
+      });
+    }
+    return total;
+  }
+
+  /**
+   * One batch of the queue from `after`; answers how many it gave out, and where the next batch starts (none:
+   * the queue ended, or nobody online has room left). Arrivals it looks at leave `arrived`, announced when
+   * they stay queued.
+   */
   async #giveOut(
     trx: Tx,
     emit: Emit,
     tenantId: string,
     online: string[],
     after: { created_at: Date; id: string } | undefined,
+    arrived: Map<string, QueueReason>,
   ): Promise<{ given: number; last: { created_at: Date; id: string } | undefined }> {
     const tenant = await repo.tenantRouting(trx, tenantId, { lock: true });
     const queued = await repo.lockQueued(trx, BATCH, after);
@@ -205,6 +354,7 @@ export class RoutingService {
     // The online candidates of each department (and of the tenant, ''), read once per batch and kept up to
     // date here as conversations are given: no other routing run changes them while this one holds the tenant.
     const assignments: [string, string][] = [];
+    const waiting: { id: string; departmentId: string | null; reason: QueueReason }[] = [];
     const pools = new Map<string, Candidate[]>();
     const poolOf = async (departmentId: string | null) => {
       let pool = pools.get(departmentId ?? '');
@@ -215,6 +365,8 @@ export class RoutingService {
       return pool;
     };
     for (const conversation of queued) {
+      const reason = arrived.get(conversation.id);
+      arrived.delete(conversation.id);
       let mode: RoutingMode = tenant.routing;
       let last = lastOfTenant;
       let department: { routing: RoutingMode | null; last: string | null } | null = null;
@@ -233,7 +385,10 @@ export class RoutingService {
       // Whom the return timer took it from gets it back only through a person.
       const pool = await poolOf(conversation.department_id);
       const chosen = pick(mode, conversation.returned_from_user_id ? pool.filter((c) => c.user_id !== conversation.returned_from_user_id) : pool, last);
-      if (!chosen) continue;
+      if (!chosen) {
+        if (reason) waiting.push({ id: conversation.id, departmentId: conversation.department_id, reason });
+        continue;
+      }
       const now = new Date();
       assignments.push([conversation.id, chosen]);
       for (const each of pools.values()) {
@@ -254,15 +409,13 @@ export class RoutingService {
       }
       given++;
     }
-    // The batch's picks written at once, then an event for each, in the same transaction.
+    // The batch's picks written at once, then an event for each, in the same transaction; then the
+    // arrivals nobody could take, with their positions as they stand after the picks.
     await repo.assignMany(trx, assignments, new Date());
-    for (const [conversationId, chosen] of assignments) {
-      await emit(
-        'conversation.assigned',
-        { conversation_id: conversationId, assigned_user_id: chosen, previous_assigned_user_id: null, by: 'routing' },
-        { conversationId, internal: true, recipients: [chosen] },
-      );
-    }
-    return { given, last: queued.length === BATCH ? queued.at(-1) : undefined };
+    for (const [conversationId, chosen] of assignments) await emitRouted(emit, conversationId, chosen, null);
+    for (const w of waiting) await emitQueued(trx, emit, w.id, w.departmentId, w.reason);
+    // Nobody online with room left: the rest of the queue waits; no need to walk it.
+    const room = (await poolOf(null)).some((c) => c.capacity === null || c.load < c.capacity);
+    return { given, last: queued.length === BATCH && room ? queued.at(-1) : undefined };
   }
 }
