@@ -22,7 +22,7 @@ export const features = {
   http: ['db', 'metrics', 'shared'],
   telemetry: ['http'],
   pages: [],
-  events: ['db', 'http', 'redis', 'shared'],
+  events: ['db', 'http', 'metrics', 'redis', 'shared'],
   presence: [],
   health: ['db', 'http', 'redis', 'shared'],
   contacts: ['db', 'http', 'shared'],

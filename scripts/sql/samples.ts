@@ -17,6 +17,7 @@ import type * as department from '../../src/departments/department.repository.ts
 import type * as event from '../../src/events/event.repository.ts';
 import type * as feed from '../../src/events/feed.repository.ts';
 import type * as feedCursor from '../../src/events/feed-cursor.repository.ts';
+import type * as queue from '../../src/events/queue.repository.ts';
 import type * as file from '../../src/files/file.repository.ts';
 import type * as hours from '../../src/hours/hours.repository.ts';
 import type * as scheduler from '../../src/jobs/scheduler.repository.ts';
@@ -142,9 +143,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     conversationsHeldByBots: [['conv', 'conv2']],
     insertBotDeliveries: [[{ id: 'btd', tenant_id: 'tn', bot_id: 'bot', conversation_id: 'conv', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
     claimDueBotDeliveries: [10, 'token', 15_000],
-    queueStats: [],
     recordBotSuccess: ['btd', 'token', 200],
-    recordBotFailure: { cases: { 'to retry': ['btd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['btd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
   }),
   'contacts/contact.repository.ts': of<typeof contact>({
     listContacts: { cases: { first: [{}, { limit: 20 }], 'search, after a cursor': [{ q: 'q' }, { limit: 20, after: AFTER }] } },
@@ -267,6 +266,16 @@ export const samples: Record<string, Record<string, unknown>> = {
     lockCursor: ['webhooks'],
     advanceCursor: ['webhooks', { txid: '2', position: 2 }],
   }),
+  'events/queue.repository.ts': of<typeof queue>({
+    claimDueRows: { skip: 'the statements of claimDueBotDeliveries and claimDueRuns, which call it' },
+    recordFailedAttempt: {
+      cases: {
+        'a bot delivery, to retry': ['bot_deliveries', 'btd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }],
+        'a webhook delivery, for good': ['webhook_deliveries', 'whd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }],
+      },
+    },
+    queueStats: { cases: { 'bot deliveries': ['bot_deliveries'], 'workflow runs': ['workflow_runs'] } },
+  }),
   'events/feed.repository.ts': of<typeof feed>({
     tenantLockKey: { skip: 'a fragment of the statements below' },
     aloneBelow: { skip: 'a fragment of event.insertEventAsFeedRow' },
@@ -383,10 +392,8 @@ export const samples: Record<string, Record<string, unknown>> = {
     enabledWebhooksOf: [['tn', 'tn2']],
     insertDeliveries: [[{ id: 'whd', tenant_id: 'tn', webhook_id: 'whk', event_id: 'evt', event_type: 'message.created', body: '{}' }]],
     claimDueDeliveries: { cases: { 'any endpoint': [10, 'token', 15_000], 'but slow ones at their cap': [10, 'token', 15_000, ['whk', 'whk2']] } },
-    recordSuccess: ['whd', 'token', 200],
     recordSuccesses: [[{ id: 'whd', lockToken: 'token', statusCode: 200 }, { id: 'whd2', lockToken: 'token', statusCode: 204 }]],
     releaseClaims: [[{ id: 'whd', lockToken: 'token' }, { id: 'whd2', lockToken: 'token' }]],
-    recordFailure: { cases: { 'to retry': ['whd', 'token', { statusCode: 500, error: 'e', retryInMs: 5_000 }], 'for good': ['whd', 'token', { statusCode: null, error: 'e', retryInMs: undefined }] } },
     clearFailingStreak: ['whk'],
     clearFailingStreaks: [['whk', 'whk2']],
     noteFailure: ['whk', 5 * DAY],
@@ -416,7 +423,6 @@ export const samples: Record<string, Record<string, unknown>> = {
       },
     },
     claimDueRuns: [10, 'token', 60_000],
-    queueStats: [],
     recordRun: {
       cases: {
         'next action': ['wfr', 'token', { actions: [], status: 'pending', retry_step: 0, keepLease: true }],

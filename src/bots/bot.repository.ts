@@ -1,7 +1,5 @@
 import { sql } from 'kysely';
-import { dbFromNow } from '../db/clock.ts';
-import { inDueOrder } from '../db/due-order.ts';
-import { idIn } from '../db/id-lookup.ts';
+import { claimDueRows } from '../events/queue.repository.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { Bot, BotDeliveriesTable, BotKind } from '../db/schema.ts';
@@ -110,24 +108,7 @@ export async function insertBotDeliveries(trx: Tx, rows: NewBotDelivery[]): Prom
 
 /** Claims due deliveries for `leaseMs` (SKIP LOCKED: instances take different rows), with their bots. */
 export async function claimDueBotDeliveries(trx: Tx, limit: number, lockToken: string, leaseMs: number) {
-  const due = trx
-    .selectFrom('bot_deliveries')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', sql<Date>`now()`)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', sql<Date>`now()`)]))
-    .orderBy('next_attempt_at')
-    .limit(limit)
-    .forUpdate()
-    .skipLocked();
-  const claimed = await inDueOrder(trx, () =>
-    trx
-      .updateTable('bot_deliveries')
-      .set((eb) => ({ locked_until: dbFromNow(leaseMs), lock_token: lockToken, attempts: eb('attempts', '+', 1) }))
-      .where(idIn('id', due))
-      .returning(['id', 'tenant_id', 'bot_id', 'conversation_id', 'event_id', 'event_type', 'body', 'retry_step'])
-      .execute(),
-  );
+  const claimed = await claimDueRows(trx, 'bot_deliveries', ['id', 'tenant_id', 'bot_id', 'conversation_id', 'event_id', 'event_type', 'body', 'retry_step'], limit, lockToken, leaseMs);
   if (claimed.length === 0) return [];
   const bots = await trx
     .selectFrom('bots')
@@ -150,42 +131,3 @@ export async function recordBotSuccess(trx: Tx, id: string, lockToken: string, s
   return result.numUpdatedRows === 1n;
 }
 
-/** A failed attempt: retried after `retryInMs`, or failed for good when that is undefined. */
-export async function recordBotFailure(
-  trx: Tx,
-  id: string,
-  lockToken: string,
-  outcome: { statusCode: number | null; error: string; retryInMs: number | undefined },
-): Promise<boolean> {
-  const result = await trx
-    .updateTable('bot_deliveries')
-    .set((eb) => ({
-      status: outcome.retryInMs === undefined ? 'failed' : 'pending',
-      next_attempt_at: outcome.retryInMs === undefined ? null : dbFromNow(outcome.retryInMs),
-      retry_step: eb('retry_step', '+', 1),
-      locked_until: null,
-      lock_token: null,
-      last_status_code: outcome.statusCode,
-      last_error: outcome.error.slice(0, 1000),
-    }))
-    .where('id', '=', id)
-    .where('lock_token', '=', lockToken)
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
-}
-
-/**
- * The pending deliveries across tenants (system role, for metrics): due now (in flight included) or scheduled
- * for a retry, and the age of the oldest due one. Reads the partial due index.
- */
-export async function queueStats(trx: Tx): Promise<{ due: number; scheduled: number; oldest_due_seconds: number }> {
-  return trx
-    .selectFrom('bot_deliveries')
-    .where('status', '=', 'pending')
-    .select([
-      sql<number>`(count(*) filter (where next_attempt_at <= now()))::integer`.as('due'),
-      sql<number>`(count(*) filter (where next_attempt_at > now()))::integer`.as('scheduled'),
-      sql<number>`coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8`.as('oldest_due_seconds'),
-    ])
-    .executeTakeFirstOrThrow();
-}

@@ -1,12 +1,11 @@
-import type { Logger } from 'pino';
 import type { CannedResponseService } from '../canned-responses/canned-response.service.ts';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
-import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
-import { ClaimLoop } from '../events/claim-loop.ts';
-import { consumerDeps, FeedConsumer } from '../events/feed-consumer.ts';
+import { consumerDeps } from '../events/feed-consumer.ts';
+import { FeedQueue, observeQueueDepth, type QueueConsumerOptions, type QueueSettings, queueSettings } from '../events/feed-queue.ts';
+import { recordFailedAttempt } from '../events/queue.repository.ts';
 import { envelopeOf } from '../events/envelope.ts';
 import { AppError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
@@ -16,7 +15,6 @@ import * as repo from './bot.repository.ts';
 import { DEFAULT_LLM_TIMEOUT_MS, llmSettingsOf } from './bot.service.ts';
 import { type FaqEntry, decideFaq } from './faq.ts';
 import { type ChatTurn, DEFAULT_SYSTEM_PROMPT, type LlmClient, createLlmClient } from './llm.client.ts';
-import type { TenantInterest } from '../events/tenant-interest.ts';
 import { SealedSecretError, type SecretBox } from '../shared/secret-box.ts';
 
 /** The runner's row in feed_cursors. */
@@ -40,24 +38,13 @@ export interface BotActions {
   conversations: { handoff(principal: Principal, id: string, input: components['schemas']['HandoffRequest']): Promise<unknown> };
 }
 
-export interface BotRunnerOptions {
-  database: Database;
-  logger: Logger;
-  bus: EventBus;
+export interface BotRunnerOptions extends QueueConsumerOptions {
   allowPrivate: boolean;
   /** The built-in bots answer through the same services as a bot's key would. */
   services: BotActions & { cannedResponses: CannedResponseService };
   /** A webhook bot's 2xx must arrive within this. */
   timeoutMs?: number;
   retryDelaysMs?: number[];
-  concurrency?: number;
-  pollMs?: number;
-  leaseMs?: number;
-  batch?: number;
-  /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
-  interest?: TenantInterest | undefined;
-  /** With several instances (Redis): commits elsewhere wake this runner. */
-  wakeups?: { subscribe(listener: () => void): () => void } | undefined;
   /** Opens an llm bot's sealed API key: a box of the key the BotService sealed it with. */
   secrets: SecretBox;
   /** Replaces the HTTP transports (tests). */
@@ -71,14 +58,7 @@ type Outcome = { statusCode: number | null; error: string | null };
 
 /** Registers the delivery queue's gauges (every tenant's deliveries, read as the system role) and answers the outcome counter. */
 function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'> {
-  metrics.observeQueue(
-    { name: 'chat_bot_deliveries_pending', help: 'Bot deliveries waiting, by state: due (now, in flight included), scheduled (a retry later)' },
-    { name: 'chat_bot_oldest_due_seconds', help: 'How long the oldest due bot delivery has waited (0: none due)' },
-    async () => {
-      const s = await database.asSystem((trx) => repo.queueStats(trx));
-      return { states: { due: s.due, scheduled: s.scheduled }, oldestDueSeconds: s.oldest_due_seconds };
-    },
-  );
+  observeQueueDepth(metrics, database, 'bot_deliveries', { pending: 'chat_bot_deliveries_pending', oldestDue: 'chat_bot_oldest_due_seconds', rows: 'bot deliveries', row: 'bot delivery' });
   return metrics.counter('chat_bot_deliveries_total', 'Bot delivery attempts recorded by this instance, by outcome (delivered, failed_retrying, failed_final)', ['outcome']);
 }
 
@@ -86,78 +66,54 @@ function observe(metrics: Metrics, database: Database): OutcomeCounter<'outcome'
  * Gives each bot its conversations' events, at least once, on any number of instances. A FeedConsumer
  * (src/events/feed-consumer.ts) reads the feed with a cursor of its own; each pass queues one delivery per
  * (bot, event) for `conversation.created` and the visitor's `message.created` of conversations a bot
- * holds. Due deliveries are claimed (ClaimLoop) with a lease and attempted: a `webhook` bot gets a signed POST; `faq` and `llm` bots run here and answer through
+ * holds. Due deliveries are claimed (a FeedQueue) with a lease and attempted: a `webhook` bot gets a signed POST; `faq` and `llm` bots run here and answer through
  * the message and conversation services as the bot (an Idempotency-Key per event, so a retried delivery
  * never answers twice). A failure is retried on the schedule, then the delivery fails.
  */
-export class BotRunner {
-  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest' | 'wakeups' | 'secrets'>>;
+export class BotRunner extends FeedQueue<repo.ClaimedBotDelivery> {
+  readonly #o: Required<Omit<BotRunnerOptions, 'transport' | 'llm' | 'metrics' | 'interest' | 'wakeups' | 'secrets' | keyof QueueSettings>>;
   readonly #outcomeCounter: OutcomeCounter<'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #llm: LlmClient;
   readonly #own: boolean[];
-  readonly #feed: FeedConsumer;
   readonly #secrets: SecretBox;
-  #stopped = false;
-  readonly #deliveries: ClaimLoop<repo.ClaimedBotDelivery>;
 
   constructor(options: BotRunnerOptions) {
     const timeoutMs = options.timeoutMs ?? 10_000;
-    this.#o = {
-      database: options.database,
-      logger: options.logger,
-      bus: options.bus,
-      allowPrivate: options.allowPrivate,
-      services: options.services,
-      timeoutMs,
-      retryDelaysMs: options.retryDelaysMs ?? DEFAULT_BOT_RETRY_DELAYS_MS,
-      concurrency: options.concurrency ?? 8,
-      pollMs: options.pollMs ?? 1000,
+    super({
+      ...consumerDeps(options),
       // Long enough for the slowest attempt: a webhook's timeout, or an llm bot's (at most 60 s).
-      leaseMs: options.leaseMs ?? Math.max(timeoutMs, 60_000) + 5_000,
-      batch: options.batch ?? 500,
-    };
+      ...queueSettings(options, { concurrency: 8, pollMs: 1000, leaseMs: Math.max(timeoutMs, 60_000) + 5_000, batch: 500 }),
+      cursor: BOT_CURSOR,
+      label: 'bot',
+    });
+    this.#o = { ...options, timeoutMs, retryDelaysMs: options.retryDelaysMs ?? DEFAULT_BOT_RETRY_DELAYS_MS };
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#llm = options.llm ?? createLlmClient({ allowPrivate: options.allowPrivate });
     this.#own = [!options.transport, !options.llm];
-    const { pollMs, batch, concurrency, leaseMs, database } = this.#o;
-    const claim = (free: number, token: string) => database.asSystem((trx) => repo.claimDueBotDeliveries(trx, free, token, leaseMs));
-    const attempt = (delivery: repo.ClaimedBotDelivery, token: string) => this.#attempt(delivery, token);
-    this.#deliveries = new ClaimLoop({ label: 'bot deliveries', logger: options.logger, concurrency, claim, attempt, logContext: (d) => ({ delivery: d.id }) });
-    const fanOut = (trx: Tx, rows: FeedRow[]) => this.#fanOut(trx, rows);
-    this.#feed = new FeedConsumer({ ...consumerDeps(options), cursor: BOT_CURSOR, label: 'bot', pollMs, batch, fanOut, send: () => this.#deliveries.wake() });
     this.#secrets = options.secrets;
     this.#outcomeCounter = options.metrics && observe(options.metrics, options.database);
   }
 
-  start(): void {
-    if (this.#stopped) return;
-    this.#feed.start();
-  }
-
-  /** Reads new events and attempts what is due; a pass already running runs again when it ends. */
-  wake(): void {
-    this.#feed.wake();
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    await this.#feed.stop();
-    await this.#deliveries.stop();
+  override async stop(): Promise<void> {
+    await super.stop();
     if (this.#own[0]) this.#transport.close();
     if (this.#own[1]) this.#llm.close();
   }
 
   /** One fan-out transaction. Public for tests. */
   async fanOutOnce(): Promise<{ read: number; queued: number; more: boolean; heldBack: boolean }> {
-    return this.#feed.readOnce();
+    return this.readOnce();
   }
 
   /**
    * One delivery per (bot, event) for `conversation.created` and the visitor's `message.created` of
    * conversations a bot holds.
    */
-  async #fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
+  protected override claim = repo.claimDueBotDeliveries;
+  protected override logContext = (delivery: repo.ClaimedBotDelivery) => ({ delivery: delivery.id });
+
+  protected override async fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
     const relevant = rows.filter(
       (r) =>
         r.conversation_id !== null &&
@@ -184,7 +140,7 @@ export class BotRunner {
     return repo.insertBotDeliveries(trx, deliveries);
   }
 
-  async #attempt(delivery: repo.ClaimedBotDelivery, token: string): Promise<void> {
+  protected override async attempt(delivery: repo.ClaimedBotDelivery, token: string): Promise<void> {
     let outcome: Outcome;
     try {
       outcome =
@@ -198,7 +154,7 @@ export class BotRunner {
     const retryInMs = this.#o.retryDelaysMs[delivery.retry_step];
     const recorded = await this.#o.database.asSystem(async (trx) => {
       if (outcome.error === null) return repo.recordBotSuccess(trx, delivery.id, token, outcome.statusCode);
-      return repo.recordBotFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
+      return recordFailedAttempt(trx, 'bot_deliveries', delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
     });
     // Counted once committed, and only while this instance still held the delivery.
     if (recorded) this.#outcomeCounter?.inc({ outcome: outcome.error === null ? 'delivered' : retryInMs === undefined ? 'failed_final' : 'failed_retrying' });

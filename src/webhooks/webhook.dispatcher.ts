@@ -9,6 +9,7 @@ import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
 import { envelopeOf } from '../events/envelope.ts';
 import { newId } from '../shared/ids.ts';
+import { recordFailedAttempt } from '../events/queue.repository.ts';
 import * as repo from './webhook.repository.ts';
 import type { RedisFeedWakeups } from '../events/wakeups.ts';
 import { type PostOutcome, type Transport, createTransport, signedHeaders } from '../delivery/transport.ts';
@@ -161,11 +162,7 @@ export class WebhookDispatcher {
   constructor(options: DispatcherOptions) {
     const timeoutMs = options.timeoutMs ?? 10_000;
     this.#o = {
-      database: options.database,
-      logger: options.logger,
-      bus: options.bus,
-      mailer: options.mailer,
-      allowPrivate: options.allowPrivate,
+      ...options,
       timeoutMs,
       retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
       concurrency: options.concurrency ?? 16,
@@ -476,7 +473,7 @@ export class WebhookDispatcher {
       if (outcome.error === null) continue;
       const gone = outcome.statusCode === 410;
       const retryInMs = gone ? undefined : this.#o.retryDelaysMs[delivery.retry_step];
-      const recorded = await repo.recordFailure(trx, delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
+      const recorded = await recordFailedAttempt(trx, 'webhook_deliveries', delivery.id, token, { statusCode: outcome.statusCode, error: outcome.error, retryInMs });
       if (!recorded) continue;
       counts[retryInMs === undefined ? 'failed_final' : 'failed_retrying']++;
       if (gone) {

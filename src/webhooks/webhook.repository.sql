@@ -393,50 +393,6 @@ where
   d.id = v.id
   and d.lock_token = v.lock_token;
 
--- webhook.recordSuccess
-update "webhook_deliveries"
-set
-  "status" = $1,
-  "next_attempt_at" = $2,
-  "locked_until" = $3,
-  "lock_token" = $4,
-  "last_status_code" = $5,
-  "last_error" = $6,
-  "delivered_at" = now()
-where
-  "id" = $7
-  and "lock_token" = $8;
-
--- webhook.recordFailure (to retry)
-update "webhook_deliveries"
-set
-  "status" = $1,
-  "next_attempt_at" = (
-    now() + make_interval(secs => $2::double precision)
-  ),
-  "retry_step" = "retry_step" + $3,
-  "locked_until" = $4,
-  "lock_token" = $5,
-  "last_status_code" = $6,
-  "last_error" = $7
-where
-  "id" = $8
-  and "lock_token" = $9;
-
--- webhook.recordFailure (for good)
-update "webhook_deliveries"
-set
-  "status" = $1,
-  "next_attempt_at" = $2,
-  "retry_step" = "retry_step" + $3,
-  "locked_until" = $4,
-  "lock_token" = $5,
-  "last_status_code" = $6,
-  "last_error" = $7
-where
-  "id" = $8
-  and "lock_token" = $9;
-
 -- webhook.clearFailingStreak
 update "webhooks"
 set

@@ -223,49 +223,6 @@ export async function releaseClaims(trx: Tx, rows: ClaimRef[]): Promise<number> 
   return Number(result.numAffectedRows ?? 0n);
 }
 
-/** Whether this instance still held the delivery (its lease ran out and another took it: nothing is written). */
-export async function recordSuccess(trx: Tx, id: string, lockToken: string, statusCode: number): Promise<boolean> {
-  const result = await trx
-    .updateTable('webhook_deliveries')
-    .set({
-      status: 'succeeded',
-      next_attempt_at: null,
-      locked_until: null,
-      lock_token: null,
-      last_status_code: statusCode,
-      last_error: null,
-      delivered_at: sql<Date>`now()`,
-    })
-    .where('id', '=', id)
-    .where('lock_token', '=', lockToken)
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
-}
-
-/** A failed attempt: retried after `retryInMs`, or failed for good when that is undefined. */
-export async function recordFailure(
-  trx: Tx,
-  id: string,
-  lockToken: string,
-  outcome: { statusCode: number | null; error: string; retryInMs: number | undefined },
-): Promise<boolean> {
-  const result = await trx
-    .updateTable('webhook_deliveries')
-    .set((eb) => ({
-      status: outcome.retryInMs === undefined ? 'failed' : 'pending',
-      next_attempt_at: outcome.retryInMs === undefined ? null : dbFromNow(outcome.retryInMs),
-      retry_step: eb('retry_step', '+', 1),
-      locked_until: null,
-      lock_token: null,
-      last_status_code: outcome.statusCode,
-      last_error: outcome.error.slice(0, 1000),
-    }))
-    .where('id', '=', id)
-    .where('lock_token', '=', lockToken)
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
-}
-
 export async function clearFailingStreak(trx: Tx, webhookId: string) {
   await clearFailingStreaks(trx, [webhookId]);
 }

@@ -410,33 +410,3 @@ set
 where
   "id" = $7
   and "lock_token" = $8;
-
--- workflow.queueStats
-select
-  (
-    count(*) filter (
-      where
-        next_attempt_at <= now()
-    )
-  )::integer as "due",
-  (
-    count(*) filter (
-      where
-        next_attempt_at > now()
-    )
-  )::integer as "scheduled",
-  coalesce(
-    extract(
-      epoch
-      from
-        now() - min(next_attempt_at) filter (
-          where
-            next_attempt_at <= now()
-        )
-    ),
-    0
-  )::float8 as "oldest_due_seconds"
-from
-  "workflow_runs"
-where
-  "status" = $1;

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { dbAgo, dbFromNow } from '../db/clock.ts';
-import { inDueOrder } from '../db/due-order.ts';
-import { idIn } from '../db/id-lookup.ts';
+import { claimDueRows } from '../events/queue.repository.ts';
 import type { Tx } from '../db/database.ts';
 import { offsetPage } from '../db/paginate.ts';
 import type { WorkflowRun, WorkflowRunStatus, WorkflowSkipReason, WorkflowsTable } from '../db/schema.ts';
@@ -246,23 +245,13 @@ export type ClaimedRun = Pick<
  * or the lease runs out. SKIP LOCKED: instances claiming at once take different runs.
  */
 export async function claimDueRuns(trx: Tx, limit: number, lockToken: string, leaseMs: number): Promise<ClaimedRun[]> {
-  const due = trx
-    .selectFrom('workflow_runs')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', sql<Date>`now()`)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', sql<Date>`now()`)]))
-    .orderBy('next_attempt_at')
-    .limit(limit)
-    .forUpdate()
-    .skipLocked();
-  const claimed = await inDueOrder(trx, () =>
-    trx
-      .updateTable('workflow_runs')
-      .set((eb) => ({ locked_until: dbFromNow(leaseMs), lock_token: lockToken, attempts: eb('attempts', '+', 1) }))
-      .where(idIn('id', due))
-      .returning(['id', 'tenant_id', 'workflow_id', 'event_id', 'event_type', 'event_body', 'conversation_id', 'depth', 'actions', 'attempts', 'retry_step'])
-      .execute(),
+  const claimed = await claimDueRows(
+    trx,
+    'workflow_runs',
+    ['id', 'tenant_id', 'workflow_id', 'event_id', 'event_type', 'event_body', 'conversation_id', 'depth', 'actions', 'attempts', 'retry_step'],
+    limit,
+    lockToken,
+    leaseMs,
   );
   if (claimed.length === 0) return [];
   const workflows = await trx
@@ -320,18 +309,3 @@ export async function recordRun(
   return result.numUpdatedRows === 1n;
 }
 
-/**
- * The pending runs across tenants (system role, for metrics): due now (in flight included) or scheduled
- * for a retry, and the age of the oldest due one. Reads the partial due index.
- */
-export async function queueStats(trx: Tx): Promise<{ due: number; scheduled: number; oldest_due_seconds: number }> {
-  return trx
-    .selectFrom('workflow_runs')
-    .where('status', '=', 'pending')
-    .select([
-      sql<number>`(count(*) filter (where next_attempt_at <= now()))::integer`.as('due'),
-      sql<number>`(count(*) filter (where next_attempt_at > now()))::integer`.as('scheduled'),
-      sql<number>`coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8`.as('oldest_due_seconds'),
-    ])
-    .executeTakeFirstOrThrow();
-}

@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import type { components } from '../../generated/api.ts';
 import { contactInTransaction } from '../contacts/contact.service.ts';
 import type { ConversationService } from '../conversations/conversation.service.ts';
@@ -6,8 +5,8 @@ import type { Database, Tx } from '../db/database.ts';
 import type { Metrics, OutcomeCounter } from '../metrics/metrics.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { FeedRow } from '../events/feed.repository.ts';
-import { ClaimLoop } from '../events/claim-loop.ts';
-import { consumerDeps, FeedConsumer } from '../events/feed-consumer.ts';
+import { consumerDeps } from '../events/feed-consumer.ts';
+import { FeedQueue, observeQueueDepth, type QueueConsumerOptions, type QueueSettings, queueSettings } from '../events/feed-queue.ts';
 import { applicableHours, statusOf } from '../hours/hours.service.ts';
 import { inTenantTransaction } from '../events/outbox.ts';
 import type { Job } from '../jobs/scheduler.ts';
@@ -21,7 +20,6 @@ import { transcriptMail } from './transcript.ts';
 import * as repo from './workflow.repository.ts';
 import { changeConversationLabel } from '../labels/label.service.ts';
 import type { StoredOutcome } from './workflow.service.ts';
-import type { TenantInterest } from '../events/tenant-interest.ts';
 
 type S = components['schemas'];
 
@@ -34,10 +32,7 @@ export const IDLE_JOB = 'workflows.idle';
 
 const TRIGGERS: repo.TriggerType[] = ['conversation.created', 'conversation.closed', 'message.created', 'conversation.idle'];
 
-export interface RunnerOptions {
-  database: Database;
-  logger: Logger;
-  bus: EventBus;
+export interface RunnerOptions extends QueueConsumerOptions {
   mailer: Mailer;
   conversations: ConversationService;
   allowPrivate: boolean;
@@ -45,15 +40,7 @@ export interface RunnerOptions {
   timeoutMs?: number;
   /** The delay before each retry of an action failing for a passing reason; past the last, it fails. */
   retryDelaysMs?: number[];
-  concurrency?: number;
-  pollMs?: number;
-  leaseMs?: number;
-  batch?: number;
   transport?: Transport;
-  /** Only commits of these tenants wake the reader (src/events/tenant-interest.ts); without it, every commit does. */
-  interest?: TenantInterest | undefined;
-  /** With several instances (Redis): commits elsewhere wake this runner. */
-  wakeups?: { subscribe(listener: () => void): () => void } | undefined;
   /** The service's registry: the run queue's depth and each action's outcome. Without it nothing is reported. */
   metrics?: Metrics | undefined;
 }
@@ -76,44 +63,28 @@ class ActionSkipped extends Error {}
 /**
  * Runs workflows from the outbox, read by a FeedConsumer (src/events/feed-consumer.ts): each pass inserts
  * one run per (matching enabled workflow, event), unique, so a re-read starts nothing twice. Runs are
- * claimed (ClaimLoop) with SKIP LOCKED and a lease; each action's outcome is recorded under the claim's token. Actions that
+ * claimed (a FeedQueue) with SKIP LOCKED and a lease; each action's outcome is recorded under the claim's token. Actions that
  * change the conversation run in one transaction with the record of their outcome, so a crash never
  * repeats them; a mail or a post may be repeated after a crash (at least once), never lost.
  */
-export class WorkflowRunner {
-  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics' | 'interest' | 'wakeups'>>;
+export class WorkflowRunner extends FeedQueue<repo.ClaimedRun> {
+  readonly #o: Required<Omit<RunnerOptions, 'transport' | 'metrics' | 'interest' | 'wakeups' | keyof QueueSettings>>;
   readonly #actionCounter: OutcomeCounter<'action' | 'outcome'> | undefined;
   readonly #transport: Transport;
   readonly #ownTransport: boolean;
-  readonly #feed: FeedConsumer;
-  #stopped = false;
-  readonly #runs: ClaimLoop<repo.ClaimedRun>;
 
   constructor(options: RunnerOptions) {
     const timeoutMs = options.timeoutMs ?? 10_000;
-    this.#o = {
-      database: options.database,
-      logger: options.logger,
-      bus: options.bus,
-      mailer: options.mailer,
-      conversations: options.conversations,
-      allowPrivate: options.allowPrivate,
-      timeoutMs,
-      retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
-      concurrency: options.concurrency ?? 8,
-      pollMs: options.pollMs ?? 1000,
+    super({
+      ...consumerDeps(options),
       // A run's actions each take at most the timeout (mail and posts); a few of them fit in a lease.
-      leaseMs: options.leaseMs ?? Math.max(60_000, timeoutMs * 6),
-      batch: options.batch ?? 200,
-    };
+      ...queueSettings(options, { concurrency: 8, pollMs: 1000, leaseMs: Math.max(60_000, timeoutMs * 6), batch: 200 }),
+      cursor: WORKFLOW_CURSOR,
+      label: 'workflow',
+    });
+    this.#o = { ...options, timeoutMs, retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS };
     this.#transport = options.transport ?? createTransport({ allowPrivate: options.allowPrivate, timeoutMs });
     this.#ownTransport = !options.transport;
-    const { pollMs, batch, concurrency, leaseMs, database } = this.#o;
-    const claim = (free: number, token: string) => database.asSystem((trx) => repo.claimDueRuns(trx, free, token, leaseMs));
-    const attempt = (run: repo.ClaimedRun, token: string) => this.#attempt(run, token);
-    this.#runs = new ClaimLoop({ label: 'workflow runs', logger: options.logger, concurrency, claim, attempt, logContext: (run) => ({ run: run.id }) });
-    const fanOut = (trx: Tx, rows: FeedRow[]) => this.#fanOut(trx, rows);
-    this.#feed = new FeedConsumer({ ...consumerDeps(options), cursor: WORKFLOW_CURSOR, label: 'workflow', pollMs, batch, fanOut, send: () => this.#runs.wake() });
     this.#actionCounter = options.metrics && observe(options.metrics, options.database);
   }
 
@@ -122,19 +93,8 @@ export class WorkflowRunner {
     this.#actionCounter?.inc({ action: action.type, outcome });
   }
 
-  start(): void {
-    if (this.#stopped) return;
-    this.#feed.start();
-  }
-
-  wake(): void {
-    this.#feed.wake();
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    await this.#feed.stop();
-    await this.#runs.stop();
+  override async stop(): Promise<void> {
+    await super.stop();
     if (this.#ownTransport) this.#transport.close();
   }
 
@@ -142,12 +102,15 @@ export class WorkflowRunner {
 
   /** One fan-out transaction. Public for tests. */
   async fanOutOnce(): Promise<{ read: number; inserted: number; more: boolean; heldBack: boolean }> {
-    const { queued, ...pass } = await this.#feed.readOnce();
+    const { queued, ...pass } = await this.readOnce();
     return { ...pass, inserted: queued };
   }
 
   /** One run per (matching enabled workflow, event): unique, so a re-read starts nothing twice. */
-  async #fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
+  protected override claim = repo.claimDueRuns;
+  protected override logContext = (run: repo.ClaimedRun) => ({ run: run.id });
+
+  protected override async fanOut(trx: Tx, rows: FeedRow[]): Promise<number> {
     const triggering = rows.filter((r) => (TRIGGERS as string[]).includes(r.type));
     const workflows = await repo.enabledWorkflowsOf(trx, [...new Set(triggering.map((r) => r.tenant_id))], [...new Set(triggering.map((r) => r.type as repo.TriggerType))]);
     const byTenant = Map.groupBy(workflows, (w) => w.tenant_id);
@@ -176,7 +139,7 @@ export class WorkflowRunner {
   // ---- Running ---------------------------------------------------------------------------------------
 
   /** Goes on from the first action not done; stops at a retry, a failure, or the end. */
-  async #attempt(run: repo.ClaimedRun, token: string): Promise<void> {
+  protected override async attempt(run: repo.ClaimedRun, token: string): Promise<void> {
     const outcomes = run.actions as unknown as StoredOutcome[];
     const record = (trx: Parameters<typeof repo.recordRun>[0], progress: Parameters<typeof repo.recordRun>[3]) => repo.recordRun(trx, run.id, token, progress);
     const event = JSON.parse(run.event_body) as S['Event'];
@@ -340,14 +303,7 @@ class LeaseLost extends Error {}
 
 /** Registers the run queue's gauges (every tenant's runs, read as the system role) and answers the action counter. */
 function observe(metrics: Metrics, database: Database): OutcomeCounter<'action' | 'outcome'> {
-  metrics.observeQueue(
-    { name: 'chat_workflow_runs_pending', help: 'Workflow runs waiting, by state: due (now, in flight included), scheduled (a retry later)' },
-    { name: 'chat_workflow_oldest_due_seconds', help: 'How long the oldest due workflow run has waited (0: none due)' },
-    async () => {
-      const s = await database.asSystem((trx) => repo.queueStats(trx));
-      return { states: { due: s.due, scheduled: s.scheduled }, oldestDueSeconds: s.oldest_due_seconds };
-    },
-  );
+  observeQueueDepth(metrics, database, 'workflow_runs', { pending: 'chat_workflow_runs_pending', oldestDue: 'chat_workflow_oldest_due_seconds', rows: 'workflow runs', row: 'workflow run' });
   return metrics.counter('chat_workflow_actions_total', 'Workflow actions whose outcome this instance recorded, by action type and outcome', ['action', 'outcome']);
 }
 
