@@ -1,6 +1,8 @@
 // `npm run app:check`: rebuilds the team app into a temporary directory and fails when the committed
 // app/dist differs from it (run `npm run app:build` and commit app/dist), or when the JavaScript of the
-// first load is over its budget of 150 KB gzipped.
+// first load is over its budget of 150 KB gzipped. The first load is what index.html names: its module
+// script and the modules it preloads (Vite lists the entry's static imports there); the screens loaded
+// when first opened (sign-up, the guide, settings) are counted apart, and printed, not budgeted.
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -24,8 +26,15 @@ try {
   const fresh = await files(outDir);
   const committed = await files(APP_DIST);
   const differ = [...new Set([...fresh.keys(), ...committed.keys()])].filter((name) => !fresh.get(name)?.equals(committed.get(name) ?? Buffer.alloc(0)) || !committed.has(name));
-  const gzipped = [...fresh].filter(([name]) => name.endsWith('.js')).reduce((sum, [, body]) => sum + gzipSync(body, { level: 9 }).length, 0);
-  const size = `${(gzipped / 1024).toFixed(1)} KB of JavaScript gzipped (budget ${APP_BUDGET_BYTES / 1024} KB)`;
+  const gz = (name: string) => gzipSync(fresh.get(name)!, { level: 9 }).length;
+  const index = fresh.get('index.html')?.toString() ?? '';
+  const firstLoad = [...index.matchAll(/<(?:script type="module"[^>]*\ssrc|link rel="modulepreload"[^>]*\shref)="\/app\/([^"]+\.js)"/g)].map((m) => m[1]!);
+  const missing = firstLoad.filter((name) => !fresh.has(name));
+  if (firstLoad.length === 0 || missing.length) throw new Error(`index.html names no script, or one the build did not write: ${missing.join(', ')}`);
+  const gzipped = firstLoad.reduce((sum, name) => sum + gz(name), 0);
+  const later = [...fresh.keys()].filter((name) => name.endsWith('.js') && !firstLoad.includes(name) && name.startsWith('assets/'));
+  const lazy = later.reduce((sum, name) => sum + gz(name), 0);
+  const size = `first load ${(gzipped / 1024).toFixed(1)} KB of JavaScript gzipped in ${firstLoad.length} files (budget ${APP_BUDGET_BYTES / 1024} KB); screens loaded when opened ${(lazy / 1024).toFixed(1)} KB more in ${later.length} files`;
   if (differ.length) {
     console.error(`app/dist is not what app/src builds (${differ.sort().join(', ')}): run npm run app:build and commit app/dist. (${size})`);
     process.exitCode = 1;

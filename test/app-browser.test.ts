@@ -9,7 +9,7 @@ import { type DemoSite, startDemoSite } from '../scripts/demo-site.ts';
 import { TokenService } from '../src/auth/tokens.ts';
 import { APP_CSP } from '../src/http/team-app.ts';
 import { openBrowser, type Browsing, socketCutter } from './support/browser.ts';
-import { addMember, createTenant, login, PASSWORD, type TestTenant } from './support/factories.ts';
+import { addMember, createConversation, createTenant, login, PASSWORD, type TestTenant } from './support/factories.ts';
 import { TEST_JWT_SECRET } from './support/harness.ts';
 import { connect, type RealtimeServer, startRealtime } from './support/realtime.ts';
 
@@ -545,22 +545,102 @@ describe('the team app in a browser', function () {
     expect(errors.filter((e) => !/status of 413/.test(e))).to.deep.equal([]);
   });
 
-  it('a long thread shows its newest page, and "load earlier" brings the rest in order', async () => {
+  /** The numbers of the rows a windowed list has in the DOM ("Message 12" → 12), in order. */
+  const numbers = async (rows: ReturnType<Page['locator']>) => (await rows.allTextContents()).map((t) => Number(/(\d+)$/.exec(t)?.[1]));
+  const consecutive = (ns: number[]) => ns.every((n, i) => i === 0 || n === ns[i - 1]! + 1);
+
+  it('a long thread is windowed: its newest page first, earlier pages as the member scrolls up or asks, in order, with only the rows in view in the page', async () => {
     const t = await createTenant();
-    const { conversationId } = await startVisitorConversation(t, 'Message 0');
-    for (let i = 1; i <= 59; i++) {
+    const { conversationId, token } = await startVisitorConversation(t, 'Message 0');
+    for (let i = 1; i < 200; i++) {
       await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conversationId, content: `Message ${i}` }).expect(201);
     }
     const { page, errors } = await appPage(await browser());
+    const pages: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes(`/api/v1/messages/${conversationId}?`)) pages.push(new URL(r.url()).searchParams.get('limit')!);
+    });
     await logIn(page, t.owner.email);
     await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
-    await page.locator('.messages li', { hasText: 'Message 59' }).waitFor(WAIT);
-    const texts = () => page.locator('.messages li .text').allTextContents();
-    expect(await texts()).to.deep.equal(Array.from({ length: 50 }, (_, i) => `Message ${i + 10}`));
+    const newest = page.locator('.messages li .text').getByText('Message 199', { exact: true });
+    await newest.waitFor(WAIT);
+    const rows = page.locator('.messages li .text');
+    let shown = await numbers(rows);
+    // Opened at the newest message; a window of rows, in order, not the 50 the first page holds.
+    expect(shown.at(-1)).to.equal(199);
+    expect(consecutive(shown), shown.join()).to.equal(true);
+    expect(shown.length).to.be.within(3, 30);
+    expect(await page.locator('.messages li').last().getAttribute('aria-setsize')).to.equal('200');
+    expect(await page.locator('.messages li').last().getAttribute('aria-posinset')).to.equal('200');
+    expect(pages).to.deep.equal(['50']);
+
+    // "Load earlier": the next page back comes in above, and what the member was reading stays in view.
+    const earlier = page.waitForResponse((r) => r.url().includes(`/api/v1/messages/${conversationId}?`) && r.url().includes('cursor='), WAIT);
     await page.getByRole('button', { name: 'Load earlier messages' }).click();
-    await page.locator('.messages li.visitor', { hasText: 'Message 0' }).waitFor(WAIT);
-    expect(await texts()).to.deep.equal(Array.from({ length: 60 }, (_, i) => `Message ${i}`));
-    expect(await page.getByRole('button', { name: 'Load earlier messages' }).count()).to.equal(0);
+    await earlier;
+    await page.getByRole('button', { name: 'Load earlier messages', disabled: false }).waitFor(WAIT);
+    expect(pages).to.deep.equal(['50', '100']);
+    expect(await newest.isVisible()).to.equal(true);
+
+    // Scrolling up to the top loads the last page by itself, and the oldest message can be reached.
+    const scroller = page.getByTestId('message-scroller');
+    await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
+    await page.getByRole('button', { name: 'Load earlier messages' }).waitFor({ state: 'detached', ...WAIT });
+    expect(pages).to.deep.equal(['50', '100', '100']);
+    await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
+    await page.locator('.messages li .text').getByText('Message 0', { exact: true }).waitFor(WAIT);
+    shown = await numbers(rows);
+    expect(shown[0]).to.equal(0);
+    expect(consecutive(shown), shown.join()).to.equal(true);
+    expect(shown.length).to.be.within(3, 30);
+
+    // A new message while the member reads old ones: it does not pull them away, and it is there at the end.
+    await request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content: 'Message 200' }).expect(201);
+    await page.locator('.messages li[aria-setsize="201"]').first().waitFor({ state: 'attached', ...WAIT });
+    expect(await page.locator('.messages li .text').getByText('Message 0', { exact: true }).isVisible()).to.equal(true);
+    await scroller.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+    await page.locator('.messages li .text').getByText('Message 200', { exact: true }).waitFor(WAIT);
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('a long conversation list is windowed: the next page is read as the member scrolls to the end', async () => {
+    const t = await createTenant();
+    for (let i = 0; i < 130; i++) await createConversation(t, { subject: `Order ${1000 + i}`, message: `Question ${i}` }, t.owner.accessToken, rt.app);
+    const { page, errors } = await appPage(await browser());
+    const pages: string[] = [];
+    page.on('request', (r) => {
+      const url = new URL(r.url());
+      if (url.pathname === '/api/v1/conversations' && url.searchParams.get('assigned_to') === 'me') pages.push(`${url.searchParams.get('limit')}${url.searchParams.has('cursor') ? ' after a cursor' : ''}`);
+    });
+    await logIn(page, t.owner.email);
+    await page.getByRole('link', { name: viewName('Mine', 130) }).waitFor(WAIT);
+    const rows = page.locator('.conversations li .last');
+    await page.locator('.conversations li', { hasText: 'Question 129' }).waitFor(WAIT);
+    let shown = await numbers(rows);
+    expect(shown[0]).to.equal(129);
+    expect(consecutive(shown.map((n) => -n)), shown.join()).to.equal(true);
+    expect(shown.length).to.be.within(3, 30);
+    expect(await page.locator('.conversations li').first().getAttribute('aria-setsize')).to.equal('130');
+    expect(pages).to.deep.equal(['50']);
+
+    const scroller = page.getByTestId('conversation-scroller');
+    await scroller.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+    await page.locator('.conversations li[aria-posinset="51"]').waitFor({ state: 'attached', ...WAIT });
+    await page.locator('.conversations [role="status"]').waitFor({ state: 'detached', ...WAIT });
+    expect(pages).to.deep.equal(['50', '100 after a cursor']);
+    await scroller.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+    await page.locator('.conversations li', { hasText: 'Question 0' }).waitFor(WAIT);
+    shown = await numbers(rows);
+    expect(shown.at(-1)).to.equal(0);
+    expect(consecutive(shown.map((n) => -n)), shown.join()).to.equal(true);
+    expect(shown.length).to.be.within(3, 30);
+    expect(pages, 'nothing more to read').to.deep.equal(['50', '100 after a cursor']);
+
+    // j from the last row stays there; k walks back up, the open one kept in view.
+    await page.locator('.conversations li', { hasText: 'Question 0' }).getByRole('link').click();
+    await page.getByRole('heading', { name: 'Order 1000' }).waitFor(WAIT);
+    await page.keyboard.press('k');
+    await page.getByRole('heading', { name: 'Order 1001' }).waitFor(WAIT);
     expect(errors).to.deep.equal([]);
   });
 

@@ -1,6 +1,5 @@
 // The screens, composed here so that features never import each other.
 import { useQueryClient } from '@tanstack/react-query';
-import type { Schemas } from '../lib/api.ts';
 import { lazy, type ReactNode, Suspense, useEffect, useState } from 'react';
 import { Link, Navigate, Route, Routes, useParams } from 'react-router';
 import { ConnectionBanner } from '../components/ConnectionBanner.tsx';
@@ -137,7 +136,7 @@ function useUnreadTitle() {
     const update = () => {
       const ids = new Set<string>();
       for (const v of ['mine', 'unassigned']) {
-        for (const c of qc.getQueryData<Schemas['ConversationList']>(listOptions(viewOf(v)).queryKey)?.data ?? []) if (c.unread_count > 0) ids.add(c.id);
+        for (const page of qc.getQueryData(listOptions(viewOf(v)).queryKey)?.pages ?? []) for (const c of page.data) if (c.unread_count > 0) ids.add(c.id);
       }
       document.title = ids.size ? `(${ids.size}) Inbox · Customer Chat` : 'Inbox · Customer Chat';
     };

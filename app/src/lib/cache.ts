@@ -13,6 +13,8 @@ type MessageList = Schemas['MessageList'];
 export type ListQuery = NonNullable<paths['/v1/conversations']['get']['parameters']['query']>;
 
 export const LISTS: QueryKey = ['get', '/v1/conversations'];
+/** A list the inbox pages through by cursor (infinite); a plain `$api` query of the same filter has the key without 'pages'. */
+export const listKey = (query: ListQuery): QueryKey => [...LISTS, { params: { query } }, 'pages'];
 export const conversationKey = (id: string): QueryKey => ['get', '/v1/conversations/{id}', { params: { path: { id } } }];
 export const threadKey = (id: string): QueryKey => ['thread', id];
 
@@ -37,6 +39,11 @@ function belongs(c: Conversation, q: ListQuery | undefined): boolean | undefined
 
 const activity = (c: Conversation) => Date.parse(c.last_message_at ?? c.updated_at);
 
+/** A cached list: one page (a plain query) or the pages the inbox loaded so far (an infinite query). */
+type CachedList = ConversationList | InfiniteData<ConversationList, string | undefined>;
+const isPaged = (list: CachedList): list is InfiniteData<ConversationList, string | undefined> => 'pages' in list;
+export const pagesOf = (list: CachedList | undefined): ConversationList[] => (!list ? [] : isPaged(list) ? list.pages : [list]);
+
 function listQueryOf(key: QueryKey): ListQuery | undefined {
   return (key[2] as { params?: { query?: ListQuery } } | undefined)?.params?.query;
 }
@@ -45,9 +52,11 @@ function listQueryOf(key: QueryKey): ListQuery | undefined {
 export function findConversation(qc: QueryClient, id: string): Conversation | undefined {
   const detail = qc.getQueryData<Conversation>(conversationKey(id));
   if (detail) return detail;
-  for (const [, list] of qc.getQueriesData<ConversationList>({ queryKey: LISTS })) {
-    const found = list?.data.find((c) => c.id === id);
-    if (found) return found;
+  for (const [, list] of qc.getQueriesData<CachedList>({ queryKey: LISTS })) {
+    for (const page of pagesOf(list)) {
+      const found = page.data.find((c) => c.id === id);
+      if (found) return found;
+    }
   }
   return undefined;
 }
@@ -55,19 +64,28 @@ export function findConversation(qc: QueryClient, id: string): Conversation | un
 /** Puts the conversation as it now is into its detail and every cached list. */
 export function upsertConversation(qc: QueryClient, c: Conversation): void {
   if (qc.getQueryData(conversationKey(c.id))) qc.setQueryData(conversationKey(c.id), c);
-  for (const [key, list] of qc.getQueriesData<ConversationList>({ queryKey: LISTS })) {
+  for (const [key, list] of qc.getQueriesData<CachedList>({ queryKey: LISTS })) {
     if (!list) continue;
     const fits = belongs(c, listQueryOf(key));
     if (fits === undefined) {
       void qc.invalidateQueries({ queryKey: key, exact: true });
       continue;
     }
-    const had = list.data.some((x) => x.id === c.id);
+    const pages = pagesOf(list);
+    const had = pages.some((page) => page.data.some((x) => x.id === c.id));
     if (!fits && !had) continue;
-    const rest = list.data.filter((x) => x.id !== c.id);
-    const data = fits ? [...rest, c].sort((a, b) => activity(b) - activity(a)) : rest;
-    const total = list.pagination.total + (fits && !had ? 1 : 0) - (!fits && had ? 1 : 0);
-    qc.setQueryData<ConversationList>(key, { ...list, data, pagination: { ...list.pagination, total } });
+    const delta = (fits && !had ? 1 : 0) - (!fits && had ? 1 : 0);
+    const rest = pages.map((page) => page.data.filter((x) => x.id !== c.id));
+    // Into the page where its activity puts it; past the last loaded one (more to come), the next pages bring it.
+    if (fits) {
+      const at = rest.findIndex((data) => data.some((x) => activity(x) <= activity(c)));
+      const last = pages.at(-1)!;
+      const target = at >= 0 ? at : last.pagination.next_cursor ? -1 : rest.length - 1;
+      if (target >= 0) rest[target] = [...rest[target]!, c].sort((a, b) => activity(b) - activity(a));
+    }
+    const next = pages.map((page, i) => ({ ...page, data: rest[i]!, pagination: { ...page.pagination, total: Math.max(0, page.pagination.total + delta) } }));
+    const value: CachedList | undefined = isPaged(list) ? { ...list, pages: next } : next[0];
+    qc.setQueryData(key, () => value);
   }
 }
 
@@ -92,7 +110,7 @@ export function addMessage(qc: QueryClient, message: Message, options: { reading
     }
     const [newest, ...older] = thread.pages;
     if (!newest) return thread;
-    return { ...thread, pages: [{ ...newest, data: [message, ...newest.data] }, ...older] };
+    return { ...thread, pages: [{ ...newest, data: [message, ...newest.data], pagination: { ...newest.pagination, total: newest.pagination.total + 1 } }, ...older] };
   });
   if (!added) return;
   if (message.internal) return;

@@ -4,13 +4,13 @@ import { addMessage, type Conversation, conversationKey, LISTS, patchConversatio
 
 export const conversationOptions = (id: string) => $api.queryOptions('get', '/v1/conversations/{id}', { params: { path: { id } } });
 
-/** The thread, newest page first; "load earlier" fetches the next page back in time. */
+/** The thread, newest page first (small, to show fast); "load earlier" fetches larger pages back in time. */
 export function useThread(id: string) {
   return useInfiniteQuery({
     queryKey: threadKey(id),
     queryFn: async ({ pageParam, signal }) => {
       const { data, error } = await fetchClient.GET('/v1/messages/{conversation_id}', {
-        params: { path: { conversation_id: id }, query: pageParam ? { limit: 50, cursor: pageParam } : { limit: 50 } },
+        params: { path: { conversation_id: id }, query: pageParam ? { limit: 100, cursor: pageParam } : { limit: 50 } },
         signal,
       });
       if (error) throw error;

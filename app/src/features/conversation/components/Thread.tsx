@@ -1,8 +1,10 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useMutationState } from '@tanstack/react-query';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { ErrorText } from '../../../components/ErrorText.tsx';
 import type { Message } from '../../../lib/cache.ts';
 import type { TeamMember } from '../../../lib/hooks.ts';
-import { download, useThread } from '../api/queries.ts';
+import { download, sendKey, useThread } from '../api/queries.ts';
 
 const time = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 
@@ -20,31 +22,85 @@ function kind(m: Message): string {
   return m.sender_type === 'user' ? 'agent' : m.sender_type;
 }
 
-/** The messages, oldest first, each marked by who wrote it; internal notes cannot pass for replies. */
+/** A message's height before it is measured (one line of text and its header). */
+const MESSAGE_ESTIMATE = 64;
+/** Messages left above the window when the earlier page is asked for. */
+const PREFETCH_MESSAGES = 15;
+
+/**
+ * The messages, oldest first, each marked by who wrote it; internal notes cannot pass for replies. Only
+ * the messages in (and near) the window are in the DOM: the window stays on what the member reads when
+ * earlier pages come in above it, and follows new messages while it is at the end.
+ */
 export function Thread({ id, me, team }: { id: string; me: string | undefined; team: TeamMember[] }) {
   const thread = useThread(id);
   const messages = useMemo(() => (thread.data?.pages ?? []).flatMap((p) => p.data).toReversed(), [thread.data]);
-  const end = useRef<HTMLDivElement>(null);
+  const total = thread.data?.pages[0]?.pagination.total ?? messages.length;
+  const scroller = useRef<HTMLDivElement>(null);
   const [downloadError, setDownloadError] = useState<unknown>();
-  const newest = messages.at(-1)?.id;
+  const rows = useVirtualizer({
+    count: messages.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => MESSAGE_ESTIMATE,
+    getItemKey: (i) => messages[i]?.id ?? i,
+    overscan: 6,
+    gap: 10,
+    paddingStart: 10,
+    paddingEnd: 10,
+    // A chat: earlier pages come in above without moving what is read; new messages are followed at the end.
+    anchorTo: 'end',
+    followOnAppend: true,
+    scrollEndThreshold: 48,
+  });
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = thread;
+  // Opened at the newest message; only once it is in view does nearing the top load earlier ones.
+  const count = messages.length;
+  const opened = useRef(false);
+  useLayoutEffect(() => {
+    if (opened.current || count === 0) return;
+    opened.current = true;
+    rows.scrollToIndex(count - 1, { align: 'end' });
+  }, [count, rows]);
+  const shown = rows.getVirtualItems();
+  const firstShown = shown[0]?.index;
+  const [atNewest, setAtNewest] = useState(false);
   useEffect(() => {
-    end.current?.scrollIntoView({ block: 'end' });
-  }, [newest]);
+    if (!atNewest && count > 0 && shown.at(-1)?.index === count - 1) setAtNewest(true);
+  }, [atNewest, count, shown]);
+  const newest = messages.at(-1);
+  // The member's reply from here is shown even when they had scrolled up.
+  const sent = useMutationState({ filters: { mutationKey: sendKey(id), status: 'success' } }).length;
+  useEffect(() => {
+    if (sent > 0) rows.scrollToIndex(rows.options.count - 1, { align: 'end' });
+  }, [sent, rows]);
+  useEffect(() => {
+    if (atNewest && firstShown !== undefined && firstShown < PREFETCH_MESSAGES && hasNextPage && !isFetchingNextPage) void fetchNextPage();
+  }, [atNewest, firstShown, hasNextPage, isFetchingNextPage, fetchNextPage]);
 
   return (
     <div className="thread">
       <ErrorText error={thread.error ?? downloadError} />
-      {thread.hasNextPage && (
-        <button type="button" className="earlier" onClick={() => void thread.fetchNextPage()} disabled={thread.isFetchingNextPage}>
-          {thread.isFetchingNextPage ? 'Loading…' : 'Load earlier messages'}
+      {hasNextPage && (
+        <button type="button" className="earlier" onClick={() => void fetchNextPage()} disabled={isFetchingNextPage}>
+          {isFetchingNextPage ? 'Loading…' : 'Load earlier messages'}
         </button>
       )}
-      <div role="log" aria-label="Messages">
-        <ol className="messages">
-          {messages.map((m) => {
+      <div className="scroller" ref={scroller} data-testid="message-scroller">
+        <ol className="messages" aria-label="Messages" aria-busy={isFetchingNextPage} style={{ height: rows.getTotalSize() }}>
+          {shown.map((row) => {
+            const m = messages[row.index]!;
             const k = kind(m);
             return (
-              <li key={m.id} className={`message ${k}`} data-message={m.id}>
+              <li
+                key={row.key}
+                ref={rows.measureElement}
+                data-index={row.index}
+                className={`message ${k}`}
+                data-message={m.id}
+                aria-setsize={total}
+                aria-posinset={total - count + row.index + 1}
+                style={{ transform: `translateY(${row.start}px)` }}
+              >
                 <span className="who">
                   {k === 'note' ? `Internal note · ${who(m, me, team)}` : who(m, me, team)}
                   <time dateTime={m.created_at}>{time(m.created_at)}</time>
@@ -66,7 +122,28 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
           })}
         </ol>
       </div>
-      <div ref={end} className="end" />
+      <Announcer newest={newest} me={me} team={team} />
     </div>
+  );
+}
+
+/**
+ * Says each new message of someone else to screen readers, once: the list itself is not a live region,
+ * since rows come and go there as the member scrolls.
+ */
+function Announcer({ newest, me, team }: { newest: Message | undefined; me: string | undefined; team: TeamMember[] }) {
+  const [said, setSaid] = useState('');
+  const first = useRef<string | undefined>(undefined);
+  useEffect(() => {
+    if (!newest) return;
+    first.current ??= newest.id;
+    if (newest.id === first.current || (newest.sender_type === 'user' && newest.sender_id === me)) return;
+    setSaid(`${who(newest, me, team)}: ${newest.content}`);
+    // Only a new newest message is news.
+  }, [newest?.id]);
+  return (
+    <p className="visually-hidden" aria-live="polite">
+      {said}
+    </p>
   );
 }

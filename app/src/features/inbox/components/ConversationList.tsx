@@ -1,5 +1,6 @@
-import { useQuery } from '@tanstack/react-query';
-import { useEffect } from 'react';
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useMemo, useRef } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { ErrorText } from '../../../components/ErrorText.tsx';
 import { since, useNow } from '../../../lib/hooks.ts';
@@ -7,13 +8,42 @@ import { listOptions } from '../api/queries.ts';
 import type { View } from '../api/views.ts';
 
 const short = (id: string | null) => (id ? id.slice(-4) : '');
+/** A row's height before it is measured (title, last message, meta). */
+const ROW_ESTIMATE = 76;
+/** Rows left below the window when the next page is asked for. */
+const PREFETCH_ROWS = 20;
 
-/** One view's conversations, newest activity first; j and k move between them. */
+/**
+ * One view's conversations, newest activity first; j and k move between them. Only the rows in (and
+ * near) the window are in the DOM, and the next page is read as the member scrolls towards the end.
+ */
 export function ConversationList({ view, selected }: { view: View; selected: string | undefined }) {
-  const list = useQuery(listOptions(view));
+  const list = useInfiniteQuery(listOptions(view));
   const now = useNow();
   const navigate = useNavigate();
-  const items = list.data?.data ?? [];
+  const items = useMemo(() => (list.data?.pages ?? []).flatMap((p) => p.data), [list.data]);
+  const total = list.data?.pages[0]?.pagination.total ?? items.length;
+  const scroller = useRef<HTMLDivElement>(null);
+  const rows = useVirtualizer({
+    count: items.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => ROW_ESTIMATE,
+    getItemKey: (i) => items[i]?.id ?? i,
+    overscan: 8,
+  });
+  const shown = rows.getVirtualItems();
+  const lastShown = shown.at(-1)?.index ?? -1;
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = list;
+
+  useEffect(() => {
+    if (hasNextPage && !isFetchingNextPage && lastShown >= items.length - PREFETCH_ROWS) void fetchNextPage();
+  }, [lastShown, items.length, hasNextPage, isFetchingNextPage, fetchNextPage]);
+
+  // The open conversation stays in the window (j and k may move past it).
+  const selectedIndex = items.findIndex((c) => c.id === selected);
+  useEffect(() => {
+    if (selectedIndex >= 0) rows.scrollToIndex(selectedIndex, { align: 'auto' });
+  }, [selectedIndex, rows]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -37,29 +67,45 @@ export function ConversationList({ view, selected }: { view: View; selected: str
       <ErrorText error={list.error} />
       {list.isPending && <p className="muted">Loading conversations…</p>}
       {list.isSuccess && items.length === 0 && <p className="muted">Nothing here right now.</p>}
-      <ul className="conversations">
-        {items.map((c) => {
-          const waiting = c.status === 'open';
-          const title = c.subject ?? `Visitor ${short(c.visitor_id)}`;
-          return (
-            <li key={c.id} data-conversation={c.id}>
-              <Link to={`/inbox/${view.id}/${c.id}`} aria-current={c.id === selected ? 'page' : undefined} className={c.unread_count ? 'unread' : undefined}>
-                <span className="title">{title}</span>
-                <span className="last">{c.last_message ?? 'No message yet'}</span>
-                <span className="meta">
-                  {waiting ? <span className="waiting">waiting {since(c.last_message_at ?? c.created_at, now)}</span> : <span>{since(c.last_message_at ?? c.updated_at, now)}</span>}
-                  {c.priority !== 'normal' && <span className={`priority ${c.priority}`}>{c.priority}</span>}
-                  {c.unread_count > 0 && (
-                    <span className="badge" aria-label={`${c.unread_count} unread`}>
-                      {c.unread_count}
-                    </span>
-                  )}
-                </span>
-              </Link>
-            </li>
-          );
-        })}
-      </ul>
+      <div className="scroller" ref={scroller} data-testid="conversation-scroller">
+        <ul className="conversations" style={{ height: rows.getTotalSize() }} aria-busy={isFetchingNextPage}>
+          {shown.map((row) => {
+            const c = items[row.index]!;
+            const waiting = c.status === 'open';
+            const title = c.subject ?? `Visitor ${short(c.visitor_id)}`;
+            return (
+              <li
+                key={row.key}
+                ref={rows.measureElement}
+                data-index={row.index}
+                data-conversation={c.id}
+                aria-setsize={total}
+                aria-posinset={row.index + 1}
+                style={{ transform: `translateY(${row.start}px)` }}
+              >
+                <Link to={`/inbox/${view.id}/${c.id}`} aria-current={c.id === selected ? 'page' : undefined} className={c.unread_count ? 'unread' : undefined}>
+                  <span className="title">{title}</span>
+                  <span className="last">{c.last_message ?? 'No message yet'}</span>
+                  <span className="meta">
+                    {waiting ? <span className="waiting">waiting {since(c.last_message_at ?? c.created_at, now)}</span> : <span>{since(c.last_message_at ?? c.updated_at, now)}</span>}
+                    {c.priority !== 'normal' && <span className={`priority ${c.priority}`}>{c.priority}</span>}
+                    {c.unread_count > 0 && (
+                      <span className="badge" aria-label={`${c.unread_count} unread`}>
+                        {c.unread_count}
+                      </span>
+                    )}
+                  </span>
+                </Link>
+              </li>
+            );
+          })}
+        </ul>
+        {isFetchingNextPage && (
+          <p className="muted more" role="status">
+            Loading more conversations…
+          </p>
+        )}
+      </div>
     </section>
   );
 }

@@ -1,4 +1,4 @@
-import { useQueries } from '@tanstack/react-query';
+import { useInfiniteQuery } from '@tanstack/react-query';
 import { NavLink } from 'react-router';
 import { listOptions } from '../api/queries.ts';
 import { useDepartmentViews, type View, VIEWS } from '../api/views.ts';
@@ -20,25 +20,30 @@ export function ViewNav() {
 }
 
 function Views({ views, labelledBy }: { views: View[]; labelledBy?: string }) {
-  const lists = useQueries({ queries: views.map((v) => listOptions(v)) });
   return (
     <ul aria-labelledby={labelledBy}>
-      {views.map((view, i) => {
-        const total = lists[i]?.data?.pagination.total;
-        return (
-          <li key={view.id}>
-            <NavLink to={`/inbox/${view.id}`}>
-              <span>{view.label}</span>
-              {total !== undefined && view.counted && (
-                <span className="count">
-                  <span className="visually-hidden">, </span>
-                  {total}
-                </span>
-              )}
-            </NavLink>
-          </li>
-        );
-      })}
+      {views.map((view) => (
+        <ViewLink key={view.id} view={view} />
+      ))}
     </ul>
+  );
+}
+
+/** A view's link with its count: the first page of its list (the same query the list shows) says the total. */
+function ViewLink({ view }: { view: View }) {
+  const list = useInfiniteQuery(listOptions(view));
+  const total = list.data?.pages[0]?.pagination.total;
+  return (
+    <li>
+      <NavLink to={`/inbox/${view.id}`}>
+        <span>{view.label}</span>
+        {total !== undefined && view.counted && (
+          <span className="count">
+            <span className="visually-hidden">, </span>
+            {total}
+          </span>
+        )}
+      </NavLink>
+    </li>
   );
 }
