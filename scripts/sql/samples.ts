@@ -478,12 +478,15 @@ export const samples: Record<string, Record<string, unknown>> = {
     updateFactsState: { cases: { changes: ['conv', { awaiting_since: null }], reopened: ['conv', { opened_at: NOW }, true] } },
   }),
   'reports/report.repository.ts': of<typeof report>({
-    aggregateFacts: {
+    factTotals: {
       cases: {
         summary: [{ tenantId: 'tn', start: NOW, end: NOW }],
         'series, filtered': [{ tenantId: 'tn', start: NOW, end: NOW, departmentId: 'd', agentId: 'usr', labelId: 'lbl' }, { unit: 'day', timeZone: 'UTC' }],
       },
     },
+    factGrid: { cases: { 'per hour': [{ tenantId: 'tn', start: NOW, end: NOW }, { unit: 'hour', timeZone: 'UTC' }] } },
+    rollupTotals: { cases: { summary: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }, false] } },
+    rollupGrid: { cases: { 'per day': [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'label', key: 'lbl' }, true] } },
     tenantTimeZone: ['tn'],
   }),
 };

@@ -106,6 +106,7 @@ export interface DB {
   report_facts: ReportFactsTable;
   conversation_facts: ConversationFactsTable;
   report_daily: ReportDailyTable;
+  report_daily_grid: ReportDailyGridTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -646,4 +647,21 @@ export interface ReportDailyTable {
   bh_n: ColumnType<number, number, number>;
   bh_seconds_sum: number;
   value_sum: ColumnType<number, number, number>;
+  /** Whole milliseconds, so that sums do not depend on the order facts were added in. */
+  ms_sum: Generated<number>;
+  bh_ms_sum: Generated<number>;
+  /** Ratings of 4 or 5 (csat). */
+  satisfied: Generated<number>;
+}
+
+/** Per day, how many durations of a kind fell on each value of the grid (report_grid(): src/reports/grid.ts). */
+export interface ReportDailyGridTable {
+  tenant_id: string;
+  kind: string;
+  dimension: string;
+  key: string;
+  day: ColumnType<Date, string, string>;
+  business: boolean;
+  grid: number;
+  n: number;
 }

@@ -1,8 +1,13 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
 
-// The read side of reports: the facts of a range (index report_facts_range_idx: tenant, kind, time), never
-// messages. Row-level security keeps it inside the tenant; the tenant is named too, for the index.
+// The read side of reports, two ways to the same figures (DESIGN 18):
+// - rollups (report_daily, report_daily_grid): per day of the tenant's time zone, per tenant,
+//   department, agent or label, kept in the writing transaction; what a daily report in that zone with at
+//   most one filter reads;
+// - facts (report_facts, index on tenant, kind, time): any other zone, hours, several filters at once.
+// Both answer the same shapes: totals per kind (and bucket) and counts per grid value (src/reports/grid.ts).
+// Row-level security keeps them inside the tenant; the tenant is named too, for the indexes.
 
 export interface FactFilter {
   tenantId: string;
@@ -13,47 +18,103 @@ export interface FactFilter {
   labelId?: string | undefined;
 }
 
-export interface Aggregate {
+/** Per kind (and bucket): how many facts, their durations' sums in whole milliseconds, ratings. */
+export interface Totals {
   kind: string;
   bucket: string | null;
   n: number;
-  avg: number | null;
-  median: number | null;
-  p90: number | null;
+  ms_sum: number;
   bh_n: number;
-  bh_avg: number | null;
-  bh_median: number | null;
-  bh_p90: number | null;
+  bh_ms_sum: number;
   value_sum: number;
   satisfied: number;
-  le_60: number;
-  le_300: number;
-  le_900: number;
-  le_3600: number;
-  le_86400: number;
 }
 
-/** Per kind (and per local day or hour in `timeZone`, when grouped): counts, averages, medians, p90s. */
-export async function aggregateFacts(trx: Tx, filter: FactFilter, group?: { unit: 'day' | 'hour'; timeZone: string }): Promise<Aggregate[]> {
-  const bucket = group ? sql`to_char(f.at at time zone ${group.timeZone}, ${group.unit === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD HH24'})` : sql`null::text`;
+/** Per kind (and bucket): how many durations fell on each grid value (business: those within hours). */
+export interface GridCount {
+  kind: string;
+  bucket: string | null;
+  business: boolean;
+  grid: number;
+  n: number;
+}
+
+/** The kinds that have durations, and all kinds. */
+export const DURATION_KINDS = ['first_response', 'response', 'resolution', 'queue_wait'] as const;
+export const KINDS = ['conversation', 'reopen', 'handoff', 'survey', 'csat', ...DURATION_KINDS] as const;
+
+const kinds = (list: readonly string[]) => sql`array[${sql.join(list.map((k) => sql`${k}`))}]::text[]`;
+
+function factWhere(filter: FactFilter): RawBuilder<unknown> {
   const department = filter.departmentId ? sql`and f.department_id = ${filter.departmentId}::uuid` : sql``;
   const agent = filter.agentId ? sql`and f.agent_id = ${filter.agentId}` : sql``;
   const label = filter.labelId ? sql`and exists (select 1 from conversation_labels cl where cl.conversation_id = f.conversation_id and cl.label_id = ${filter.labelId})` : sql``;
-  const { rows } = await sql<Aggregate>`
-    select f.kind, ${bucket} as bucket,
-      count(*)::int as n, avg(f.seconds)::float8 as avg,
-      percentile_cont(0.5) within group (order by f.seconds)::float8 as median,
-      percentile_cont(0.9) within group (order by f.seconds)::float8 as p90,
-      count(f.bh_seconds)::int as bh_n, avg(f.bh_seconds)::float8 as bh_avg,
-      percentile_cont(0.5) within group (order by f.bh_seconds)::float8 as bh_median,
-      percentile_cont(0.9) within group (order by f.bh_seconds)::float8 as bh_p90,
-      coalesce(sum(f.value), 0)::int as value_sum, count(*) filter (where f.value >= 4)::int as satisfied,
-      count(*) filter (where f.seconds <= 60)::int as le_60, count(*) filter (where f.seconds <= 300)::int as le_300,
-      count(*) filter (where f.seconds <= 900)::int as le_900, count(*) filter (where f.seconds <= 3600)::int as le_3600,
-      count(*) filter (where f.seconds <= 86400)::int as le_86400
+  return sql`f.tenant_id = ${filter.tenantId} and f.at >= ${filter.start} and f.at < ${filter.end} ${department} ${agent} ${label}`;
+}
+
+function factBucket(group: { unit: 'day' | 'hour'; timeZone: string } | undefined): RawBuilder<string | null> {
+  return group ? sql<string>`to_char(f.at at time zone ${group.timeZone}, ${group.unit === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM-DD HH24'})` : sql<null>`null::text`;
+}
+
+/** Totals from the facts of a range (per local day or hour in `timeZone`, when grouped). */
+export async function factTotals(trx: Tx, filter: FactFilter, group?: { unit: 'day' | 'hour'; timeZone: string }): Promise<Totals[]> {
+  const { rows } = await sql<Totals>`
+    select f.kind, ${factBucket(group)} as bucket, count(*)::int as n,
+      coalesce(sum(round(f.seconds * 1000)::bigint), 0)::bigint as ms_sum,
+      count(f.bh_seconds)::int as bh_n, coalesce(sum(round(f.bh_seconds * 1000)::bigint), 0)::bigint as bh_ms_sum,
+      coalesce(sum(f.value), 0)::bigint as value_sum, count(*) filter (where f.value >= 4)::int as satisfied
     from report_facts f
-    where f.tenant_id = ${filter.tenantId} and f.at >= ${filter.start} and f.at < ${filter.end} ${department} ${agent} ${label}
+    where ${factWhere(filter)}
     group by f.kind, 2
+  `.execute(trx);
+  return rows;
+}
+
+/** Grid counts from the facts of a range. */
+export async function factGrid(trx: Tx, filter: FactFilter, group?: { unit: 'day' | 'hour'; timeZone: string }): Promise<GridCount[]> {
+  const { rows } = await sql<GridCount>`
+    select f.kind, ${factBucket(group)} as bucket, b.business, b.grid, count(*)::int as n
+    from report_facts f
+    cross join lateral (values (false, report_grid(f.seconds)), (true, report_grid(f.bh_seconds))) as b (business, grid)
+    where f.kind = any(${kinds(DURATION_KINDS)}) and ${factWhere(filter)} and b.grid is not null
+    group by f.kind, 2, b.business, b.grid
+  `.execute(trx);
+  return rows;
+}
+
+export interface RollupFilter {
+  tenantId: string;
+  /** Local days, both included (YYYY-MM-DD). */
+  firstDay: string;
+  lastDay: string;
+  dimension: 'tenant' | 'department' | 'agent' | 'label';
+  key: string;
+}
+
+/** Totals from the daily rollups (per day when `perDay`). */
+export async function rollupTotals(trx: Tx, filter: RollupFilter, perDay: boolean): Promise<Totals[]> {
+  const bucket = perDay ? sql`to_char(r.day, 'YYYY-MM-DD')` : sql`null::text`;
+  const { rows } = await sql<Totals>`
+    select r.kind, ${bucket} as bucket, sum(r.n)::bigint as n, sum(r.ms_sum)::bigint as ms_sum, sum(r.bh_n)::bigint as bh_n,
+      sum(r.bh_ms_sum)::bigint as bh_ms_sum, sum(r.value_sum)::bigint as value_sum, sum(r.satisfied)::bigint as satisfied
+    from report_daily r
+    where r.tenant_id = ${filter.tenantId} and r.kind = any(${kinds(KINDS)}) and r.dimension = ${filter.dimension} and r.key = ${filter.key}
+      and r.day between ${filter.firstDay}::date and ${filter.lastDay}::date
+    group by r.kind, 2
+  `.execute(trx);
+  return rows;
+}
+
+/** Grid counts from the daily rollups (per day when `perDay`). */
+export async function rollupGrid(trx: Tx, filter: RollupFilter, perDay: boolean): Promise<GridCount[]> {
+  const bucket = perDay ? sql`to_char(g.day, 'YYYY-MM-DD')` : sql`null::text`;
+  const { rows } = await sql<GridCount>`
+    select g.kind, ${bucket} as bucket, g.business, g.grid, sum(g.n)::bigint as n
+    from report_daily_grid g
+    where g.tenant_id = ${filter.tenantId} and g.kind = any(${kinds(DURATION_KINDS)}) and g.dimension = ${filter.dimension} and g.key = ${filter.key}
+      and g.day between ${filter.firstDay}::date and ${filter.lastDay}::date
+    group by g.kind, 2, g.business, g.grid
+    having sum(g.n) > 0
   `.execute(trx);
   return rows;
 }

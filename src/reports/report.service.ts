@@ -1,8 +1,9 @@
 import type { components } from '../../generated/api.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Tx } from '../db/database.ts';
 import { dayNumberOf, instantOf, isTimeZone } from '../hours/schedule.ts';
 import { invalidInput } from '../shared/errors.ts';
 import type { Principal } from '../shared/principal.ts';
+import { percentileOf } from './grid.ts';
 import * as repo from './report.repository.ts';
 
 type S = components['schemas'];
@@ -27,20 +28,45 @@ export interface ReportQuery {
 const round = (x: number | null) => (x === null ? null : Math.round(x * 1000) / 1000);
 const ratio = (a: number, b: number) => (b === 0 ? null : round(a / b));
 
-function figures(a: repo.Aggregate | undefined): S['ReportDurationFigures'] {
-  return { count: a?.n ?? 0, average_seconds: round(a?.avg ?? null), median_seconds: round(a?.median ?? null), p90_seconds: round(a?.p90 ?? null) };
+/** What one kind's facts (of the range, or of one point) come to, from either path. */
+interface KindFigures {
+  totals: repo.Totals | undefined;
+  grid: repo.GridCount[];
 }
 
-function duration(a: repo.Aggregate | undefined): S['ReportDuration'] {
+function figuresOf(n: number, msSum: number, grid: repo.GridCount[]): S['ReportDurationFigures'] {
   return {
-    ...figures(a),
-    business_hours: { count: a?.bh_n ?? 0, average_seconds: round(a?.bh_avg ?? null), median_seconds: round(a?.bh_median ?? null), p90_seconds: round(a?.bh_p90 ?? null) },
+    count: n,
+    average_seconds: n === 0 ? null : round(msSum / n / 1000),
+    median_seconds: round(percentileOf(grid, 0.5)),
+    p90_seconds: round(percentileOf(grid, 0.9)),
   };
 }
 
-function buckets(a: repo.Aggregate | undefined): S['ReportBucket'][] {
-  const cumulative = [a?.le_60 ?? 0, a?.le_300 ?? 0, a?.le_900 ?? 0, a?.le_3600 ?? 0, a?.le_86400 ?? 0, a?.n ?? 0];
+function figures(k: KindFigures): S['ReportDurationFigures'] {
+  return figuresOf(Number(k.totals?.n ?? 0), Number(k.totals?.ms_sum ?? 0), k.grid.filter((g) => !g.business));
+}
+
+function duration(k: KindFigures): S['ReportDuration'] {
+  return { ...figures(k), business_hours: figuresOf(Number(k.totals?.bh_n ?? 0), Number(k.totals?.bh_ms_sum ?? 0), k.grid.filter((g) => g.business)) };
+}
+
+function buckets(k: KindFigures): S['ReportBucket'][] {
+  const all = k.grid.filter((g) => !g.business);
+  const atMost = (bound: number) => all.reduce((n, g) => n + (g.grid <= bound ? Number(g.n) : 0), 0);
+  const cumulative = [...FIRST_RESPONSE_BUCKETS.map(atMost), Number(k.totals?.n ?? 0)];
   return cumulative.map((c, i) => ({ le_seconds: FIRST_RESPONSE_BUCKETS[i] ?? null, count: c - (i === 0 ? 0 : cumulative[i - 1]!) }));
+}
+
+/** Totals and grid counts by bucket and kind. */
+function index(totals: repo.Totals[], grid: repo.GridCount[]): (bucket: string | null, kind: string) => KindFigures {
+  const t = new Map(totals.map((r) => [`${r.bucket}|${r.kind}`, r]));
+  const g = new Map<string, repo.GridCount[]>();
+  for (const r of grid) {
+    const key = `${r.bucket}|${r.kind}`;
+    g.set(key, [...(g.get(key) ?? []), { ...r, grid: Number(r.grid), n: Number(r.n) }]);
+  }
+  return (bucket, kind) => ({ totals: t.get(`${bucket}|${kind}`), grid: g.get(`${bucket}|${kind}`) ?? [] });
 }
 
 /** The range as instants, checked: 400 naming the parameter at fault. */
@@ -66,31 +92,63 @@ export function pointsOf(first: number, last: number, timeZone: string, unit: 'd
       points.push({ key: dayKey(day), start: new Date(instantOf(day * DAY_MS, timeZone)) });
       continue;
     }
+    const starts = Array.from({ length: 24 }, (_, hour) => instantOf(day * DAY_MS + hour * HOUR_MS, timeZone));
     for (let hour = 0; hour < 24; hour++) {
-      const start = instantOf(day * DAY_MS + hour * HOUR_MS, timeZone);
-      // A skipped wall-clock hour lands in the next one: one point for it.
-      if (points.length > 0 && points.at(-1)!.start.getTime() >= start) continue;
-      points.push({ key: `${dayKey(day)} ${pad(hour)}`, start: new Date(start) });
+      // An hour the clocks skip lands on the next one's instant: it has no point (its next hour has).
+      if (hour < 23 && starts[hour]! >= starts[hour + 1]!) continue;
+      points.push({ key: `${dayKey(day)} ${pad(hour)}`, start: new Date(starts[hour]!) });
     }
   }
   return points;
 }
 
+/** Which path answers: rollups where they can (the default), or always the facts (to compare them). */
+export type ReportRead = 'rollups' | 'facts';
+
 export class ReportService {
   readonly #database: Database;
+  readonly #read: ReportRead;
 
-  constructor(database: Database) {
+  constructor(database: Database, options: { read?: ReportRead } = {}) {
     this.#database = database;
+    this.#read = options.read ?? 'rollups';
+  }
+
+  /**
+   * Totals and grid counts of the range, in one bucket or per local day or hour. The daily rollups answer
+   * a whole range or its days in the tenant's own time zone with at most one of department, agent or
+   * label; anything else (hours, another zone, two filters at once) reads the facts.
+   */
+  async #figures(trx: Tx, principal: Principal, query: ReportQuery, unit: 'day' | 'hour' | undefined) {
+    const tenantZone = await repo.tenantTimeZone(trx, principal.tenantId);
+    const timeZone = query.time_zone ?? tenantZone;
+    const range = rangeOf(query, timeZone);
+    const filters = [
+      query.department_id === undefined ? undefined : (['department', query.department_id] as const),
+      query.agent_id === undefined ? undefined : (['agent', query.agent_id] as const),
+      query.label_id === undefined ? undefined : (['label', query.label_id] as const),
+    ].filter((f) => f !== undefined);
+    if (this.#read === 'rollups' && unit !== 'hour' && timeZone === tenantZone && filters.length <= 1) {
+      const [dimension, key] = filters[0] ?? (['tenant', ''] as const);
+      const filter = { tenantId: principal.tenantId, firstDay: dayKey(range.first), lastDay: dayKey(range.last), dimension, key };
+      const perDay = unit === 'day';
+      const [totals, grid] = [await repo.rollupTotals(trx, filter, perDay), await repo.rollupGrid(trx, filter, perDay)];
+      return { timeZone, range, of: index(totals, grid), path: 'rollups' as const };
+    }
+    const filter = { tenantId: principal.tenantId, start: range.start, end: range.end, departmentId: query.department_id, agentId: query.agent_id, labelId: query.label_id };
+    const group = unit ? { unit, timeZone } : undefined;
+    const [totals, grid] = [await repo.factTotals(trx, filter, group), await repo.factGrid(trx, filter, group)];
+    return { timeZone, range, of: index(totals, grid), path: 'facts' as const };
   }
 
   async summary(principal: Principal, query: ReportQuery): Promise<S['ReportSummary']> {
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const timeZone = query.time_zone ?? (await repo.tenantTimeZone(trx, principal.tenantId));
-      const { start, end } = rangeOf(query, timeZone);
-      const rows = await repo.aggregateFacts(trx, { tenantId: principal.tenantId, start, end, departmentId: query.department_id, agentId: query.agent_id, labelId: query.label_id });
-      const of = (kind: string) => rows.find((r) => r.kind === kind);
-      const csat = of('csat');
-      const surveys = of('survey')?.n ?? 0;
+      const { timeZone, of: at } = await this.#figures(trx, principal, query, undefined);
+      const of = (kind: string) => at(null, kind);
+      const count = (kind: string) => Number(of(kind).totals?.n ?? 0);
+      const csat = of('csat').totals;
+      const responses = Number(csat?.n ?? 0);
+      const surveys = count('survey');
       return {
         from: query.from,
         to: query.to,
@@ -98,19 +156,19 @@ export class ReportService {
         department_id: query.department_id ?? null,
         agent_id: query.agent_id ?? null,
         label_id: query.label_id ?? null,
-        conversations: of('conversation')?.n ?? 0,
-        reopens: of('reopen')?.n ?? 0,
-        handoffs: of('handoff')?.n ?? 0,
+        conversations: count('conversation'),
+        reopens: count('reopen'),
+        handoffs: count('handoff'),
         first_response: duration(of('first_response')),
         response: duration(of('response')),
         resolution: duration(of('resolution')),
         queue_wait: duration(of('queue_wait')),
         csat: {
           surveys,
-          responses: csat?.n ?? 0,
-          response_rate: ratio(csat?.n ?? 0, surveys),
-          score: ratio(csat?.value_sum ?? 0, csat?.n ?? 0),
-          satisfied_share: ratio(csat?.satisfied ?? 0, csat?.n ?? 0),
+          responses,
+          response_rate: ratio(responses, surveys),
+          score: ratio(Number(csat?.value_sum ?? 0), responses),
+          satisfied_share: ratio(Number(csat?.satisfied ?? 0), responses),
         },
         first_response_buckets: buckets(of('first_response')),
       };
@@ -120,28 +178,21 @@ export class ReportService {
   async series(principal: Principal, query: ReportQuery): Promise<S['ReportSeries']> {
     const unit = query.group_by ?? 'day';
     return this.#database.withTenant(principal.tenantId, async (trx) => {
-      const timeZone = query.time_zone ?? (await repo.tenantTimeZone(trx, principal.tenantId));
-      const { first, last, start, end } = rangeOf(query, timeZone);
-      const rows = await repo.aggregateFacts(
-        trx,
-        { tenantId: principal.tenantId, start, end, departmentId: query.department_id, agentId: query.agent_id, labelId: query.label_id },
-        { unit, timeZone },
-      );
-      const byKey = new Map<string, repo.Aggregate>();
-      for (const r of rows) byKey.set(`${r.bucket}|${r.kind}`, r);
-      const points = pointsOf(first, last, timeZone, unit).map(({ key, start: at }): S['ReportPoint'] => {
-        const of = (kind: string) => byKey.get(`${key}|${kind}`);
-        const csat = of('csat');
+      const { timeZone, range, of } = await this.#figures(trx, principal, query, unit);
+      const points = pointsOf(range.first, range.last, timeZone, unit).map(({ key, start: at }): S['ReportPoint'] => {
+        const count = (kind: string) => Number(of(key, kind).totals?.n ?? 0);
+        const csat = of(key, 'csat').totals;
+        const responses = Number(csat?.n ?? 0);
         return {
           start: at.toISOString(),
-          conversations: of('conversation')?.n ?? 0,
-          reopens: of('reopen')?.n ?? 0,
-          handoffs: of('handoff')?.n ?? 0,
-          first_response: figures(of('first_response')),
-          response: figures(of('response')),
-          resolution: figures(of('resolution')),
-          queue_wait: figures(of('queue_wait')),
-          csat: { responses: csat?.n ?? 0, score: ratio(csat?.value_sum ?? 0, csat?.n ?? 0) },
+          conversations: count('conversation'),
+          reopens: count('reopen'),
+          handoffs: count('handoff'),
+          first_response: figures(of(key, 'first_response')),
+          response: figures(of(key, 'response')),
+          resolution: figures(of(key, 'resolution')),
+          queue_wait: figures(of(key, 'queue_wait')),
+          csat: { responses, score: ratio(Number(csat?.value_sum ?? 0), responses) },
         };
       });
       return { from: query.from, to: query.to, time_zone: timeZone, group_by: unit, points };
