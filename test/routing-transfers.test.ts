@@ -227,6 +227,21 @@ describe('routing: transfers, handoffs, the queue in answers and events', functi
     expect(await show(manual, m.id)).to.include({ queue_position: 1 });
   });
 
+  it('the scheduled sweep gives out what no wake-up reached (an agent seen online only now)', async () => {
+    const t = await createTenant();
+    const auth = bearer(t.owner.accessToken);
+    await request(app).put(`/api/v1/routing/capacities/${t.owner.userId}`).set(auth).send({ capacity: 0 }).expect(200);
+    await request(app).put('/api/v1/routing').set(auth).send({ routing: 'round_robin' }).expect(200);
+    const { userId } = await addMember(t);
+    const waiting = await visitorConversation(t);
+    await services.routing.wake(t.tenantId);
+    expect(await show(t, waiting.id)).to.include({ status: 'open', queue_position: 1 });
+    // Online now, and nothing told routing (as when presence read on the waking instance missed them).
+    presence.online.add(userId);
+    expect(await other.services.routing.sweep()).to.be.at.least(1);
+    expect(await show(t, waiting.id)).to.include({ status: 'assigned', assigned_user_id: userId, queue_position: null });
+  });
+
   it('transfers racing routing runs on two instances never put an agent over capacity nor give a conversation twice', async () => {
     const s = await scene({ agents: [{ online: true, capacity: 2 }, { online: true, capacity: 2 }], routing: 'least_loaded' });
     const conversations = await Promise.all(Array.from({ length: 12 }, () => createConversation(s.t)));

@@ -12,7 +12,7 @@
 // their own; this process sends the starts and holds the sockets.
 //
 //   DATABASE_URL=postgres://... REDIS_URL=redis://... npm run bench:routing
-//   BENCH_CONVERSATIONS=1000 BENCH_AGENTS=50 BENCH_PAIRS=5 BENCH_INSTANCES=2 ...
+//   BENCH_CONVERSATIONS=1000 BENCH_AGENTS=50 BENCH_PAIRS=5 BENCH_INSTANCES=2 BENCH_REDIS_TIMEOUT_MS=2000 ...
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
 import { PasswordHasher } from '../../src/auth/password.ts';
@@ -67,6 +67,11 @@ const env = {
   WIDGET_SESSION_RATE_LIMIT: '1000000',
   WIDGET_CONVERSATION_RATE_LIMIT: '1000000',
   WIDGET_MESSAGE_RATE_LIMIT: '1000000',
+  // A burst of 1,000 requests on a small machine holds each event loop longer than the default 50 ms Redis
+  // budget; past it presence is read from the instance's own sockets (src/realtime/presence-tracker.ts),
+  // and an agent online on the other instance waits for a wake-up there or the sweep. What is measured
+  // here is routing, so the budget is one the burst does not exceed; BENCH_REDIS_TIMEOUT_MS sets it.
+  REDIS_TIMEOUT_MS: process.env.BENCH_REDIS_TIMEOUT_MS ?? '2000',
 };
 // One after the other: the first migrates the database.
 const services: Awaited<ReturnType<typeof startProcess>>[] = [];

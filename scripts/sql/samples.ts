@@ -155,8 +155,8 @@ export const samples: Record<string, Record<string, unknown>> = {
   }),
   'conversations/conversation.repository.ts': of<typeof conversation>({
     findConversation: ['conv', 'usr'],
-    findConversationAnswer: ['conv', 'usr'],
     findConversations: [['conv'], 'usr'],
+    findConversationAnswer: ['conv', 'usr'],
     lockConversation: ['conv'],
     insertConversation: [
       {
@@ -232,6 +232,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     setCapacity: ['usr', 5],
     lockQueued: { cases: { head: [50], 'after a row': [50, { created_at: NOW, id: 'conv' }] } },
     assignMany: [[['conv', 'usr'], ['conv2', 'usr2']], NOW],
+    tenantsWithQueue: [1000],
     lockQueuedIds: [['conv', 'conv2']],
     queueFigures: ['conv'],
     expiredAssignments: [100],

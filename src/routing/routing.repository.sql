@@ -209,6 +209,21 @@ set
 where
   "user_id" in ($2, $3);
 
+-- routing.tenantsWithQueue
+select distinct
+  "c"."tenant_id"
+from
+  "conversations" as "c"
+  inner join "tenants" as "t" on "t"."id" = "c"."tenant_id"
+  left join "departments" as "d" on "d"."id" = "c"."department_id"
+where
+  "c"."status" = $1
+  and "c"."assigned_user_id" is null
+  and "c"."bot_state" <> $2
+  and coalesce(d.routing, t.routing) <> $3
+limit
+  $4;
+
 -- routing.lockQueuedIds
 select
   "id",

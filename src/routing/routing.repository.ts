@@ -124,6 +124,26 @@ export async function assignMany(trx: Tx, given: [string, string][], now: Date):
     .execute();
 }
 
+/**
+ * Tenants with a conversation waiting in a queue that routes (its department's mode, or the tenant's, is not
+ * manual), of every tenant (the scheduler's sweep, as the system). Reads the conversations that are not
+ * closed (the idle index's).
+ */
+export async function tenantsWithQueue(trx: Tx, limit: number) {
+  return trx
+    .selectFrom('conversations as c')
+    .innerJoin('tenants as t', 't.id', 'c.tenant_id')
+    .leftJoin('departments as d', 'd.id', 'c.department_id')
+    .select('c.tenant_id')
+    .distinct()
+    .where('c.status', '=', 'open')
+    .where('c.assigned_user_id', 'is', null)
+    .where('c.bot_state', '<>', 'active')
+    .where(sql<string>`coalesce(d.routing, t.routing)`, '<>', 'manual')
+    .limit(limit)
+    .execute();
+}
+
 /** Queued conversations among `ids` (open, unassigned, not with a bot), locked; those another transaction holds are skipped. */
 export async function lockQueuedIds(trx: Tx, ids: string[]) {
   if (ids.length === 0) return [];

@@ -25,13 +25,22 @@ async function departmentRoutingOf(trx: Tx, tenantId: string, departmentId: stri
 export const RETURN_NOTICE = 'Your conversation is being passed to another agent.';
 export const RETURN_TIMER_JOB = 'routing.return-timer';
 
-/** The scheduler's job (once at a time across instances): conversations whose return timer ran out go back to routing. */
+/**
+ * The scheduler's job (once at a time across instances): conversations whose return timer ran out go back to
+ * routing; then every queue that routes is given out once more (the sweep), whatever woke routing or not.
+ */
 export function returnTimerJob(routing: RoutingService, intervalMs: number): Job {
-  return { name: RETURN_TIMER_JOB, intervalMs, run: async (_database, signal) => ({ returned: await routing.returnExpired(signal) }) };
+  return {
+    name: RETURN_TIMER_JOB,
+    intervalMs,
+    run: async (_database, signal) => ({ returned: await routing.returnExpired(signal), swept: await routing.sweep(signal) }),
+  };
 }
 
 /** Conversations looked at per transaction while giving out the queue. */
 const BATCH = 50;
+/** Tenants the sweep gives out per run, at most. */
+const SWEPT_TENANTS = 1000;
 
 type QueueReason = S['QueueReason'];
 
@@ -276,6 +285,23 @@ export class RoutingService {
       moved += movedNow;
       if (due.length < BATCH || movedNow === 0) return moved;
     }
+  }
+
+  /**
+   * Gives out every queue that routes, of every tenant: what the wake-ups missed. A run is woken on the
+   * instance where something happened, and reads presence there; while Redis does not answer in time that
+   * instance sees only its own sockets (src/realtime/presence-tracker.ts), and an agent online on another
+   * one waits for the next wake-up. The sweep bounds that wait by the job's interval. Answers how many
+   * conversations it gave out.
+   */
+  async sweep(signal?: AbortSignal): Promise<number> {
+    const tenants = await this.#database.asSystem((trx) => repo.tenantsWithQueue(trx, SWEPT_TENANTS));
+    let given = 0;
+    for (const { tenant_id: tenantId } of tenants) {
+      if (signal?.aborted || this.#stopped) break;
+      given += await this.dispatch(tenantId).catch(() => 0);
+    }
+    return given;
   }
 
   /** Whether someone can answer now: an active full-seat member online with room under their capacity. */
