@@ -5014,10 +5014,22 @@ export interface operations {
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "rotated_at": null,
                      *           "last_used_at": null
+                     *         },
+                     *         {
+                     *           "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b61",
+                     *           "name": "Helpdesk export",
+                     *           "scopes": [
+                     *             "conversations:read",
+                     *             "messages:read"
+                     *           ],
+                     *           "prefix": "chat_p3Rt8sKd",
+                     *           "created_at": "2026-11-22T08:00:00.000Z",
+                     *           "rotated_at": "2026-11-25T08:00:00.000Z",
+                     *           "last_used_at": "2026-11-27T14:12:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 2,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -5623,10 +5635,22 @@ export interface operations {
                      *           "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_abc",
                      *           "pdf_url": "https://pay.stripe.com/invoice/acct_1/test_abc/pdf",
                      *           "created_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "in_1QxYzA2eZvKYlo2C0a1b2c3e",
+                     *           "number": "4F2A1B3C-0002",
+                     *           "status": "open",
+                     *           "amount": 9800,
+                     *           "currency": "eur",
+                     *           "period_start": "2026-12-21T10:00:00.000Z",
+                     *           "period_end": "2027-01-21T10:00:00.000Z",
+                     *           "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_def",
+                     *           "pdf_url": "https://pay.stripe.com/invoice/acct_1/test_def/pdf",
+                     *           "created_at": "2026-12-21T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 2,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -6408,10 +6432,28 @@ export interface operations {
                      *           "created_by": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b73",
+                     *           "shortcut": "returns",
+                     *           "title": "Returns",
+                     *           "content": "You can return anything within 30 days: start at shop.example.com/returns and we send a free label.",
+                     *           "created_by": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "cr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b74",
+                     *           "shortcut": "thanks",
+                     *           "title": "Thanks and goodbye",
+                     *           "content": "Thank you for writing to us! Have a lovely day.",
+                     *           "created_by": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -6873,6 +6915,26 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b70",
+                     *           "status": "open",
+                     *           "priority": "high",
+                     *           "subject": null,
+                     *           "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b71",
+                     *           "contact_id": null,
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *           "assigned_to": null,
+                     *           "assigned_user_id": null,
+                     *           "bot_state": "off",
+                     *           "last_message": "Hi! Does the Trailhead 2 fit two people with packs?",
+                     *           "last_message_at": "2026-11-21T10:12:00.000Z",
+                     *           "unread_count": 2,
+                     *           "created_at": "2026-11-21T10:11:00.000Z",
+                     *           "updated_at": "2026-11-21T10:12:00.000Z",
+                     *           "closed_at": null,
+                     *           "satisfaction": null
+                     *         },
+                     *         {
                      *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
                      *           "status": "assigned",
                      *           "priority": "normal",
@@ -6891,10 +6953,74 @@ export interface operations {
                      *           "updated_at": "2026-11-21T10:05:00.000Z",
                      *           "closed_at": null,
                      *           "satisfaction": null
+                     *         },
+                     *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b72",
+                     *           "status": "assigned",
+                     *           "priority": "urgent",
+                     *           "subject": "Refund for a damaged tent",
+                     *           "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b73",
+                     *           "contact_id": null,
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60",
+                     *           "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b55",
+                     *           "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b55",
+                     *           "bot_state": "off",
+                     *           "last_message": "The pole snapped on the first night.",
+                     *           "last_message_at": "2026-11-21T09:40:00.000Z",
+                     *           "unread_count": 0,
+                     *           "created_at": "2026-11-21T09:31:00.000Z",
+                     *           "updated_at": "2026-11-21T09:40:00.000Z",
+                     *           "closed_at": null,
+                     *           "satisfaction": null
+                     *         },
+                     *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b74",
+                     *           "status": "open",
+                     *           "priority": "low",
+                     *           "subject": "Wholesale prices",
+                     *           "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b75",
+                     *           "contact_id": null,
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *           "assigned_to": null,
+                     *           "assigned_user_id": null,
+                     *           "bot_state": "off",
+                     *           "last_message": "Do you offer discounts for hiking clubs?",
+                     *           "last_message_at": "2026-11-21T08:15:00.000Z",
+                     *           "unread_count": 1,
+                     *           "created_at": "2026-11-21T08:15:00.000Z",
+                     *           "updated_at": "2026-11-21T08:15:00.000Z",
+                     *           "closed_at": null,
+                     *           "satisfaction": null
+                     *         },
+                     *         {
+                     *           "id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b76",
+                     *           "status": "closed",
+                     *           "priority": "normal",
+                     *           "subject": "Change of delivery address",
+                     *           "visitor_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b77",
+                     *           "contact_id": null,
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "department_id": null,
+                     *           "assigned_to": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "bot_state": "off",
+                     *           "last_message": "Thanks, that worked!",
+                     *           "last_message_at": "2026-11-20T16:28:00.000Z",
+                     *           "unread_count": 0,
+                     *           "created_at": "2026-11-20T16:02:00.000Z",
+                     *           "updated_at": "2026-11-20T16:28:00.000Z",
+                     *           "closed_at": "2026-11-20T16:30:00.000Z",
+                     *           "satisfaction": {
+                     *             "rating": 5,
+                     *             "comment": "Quick and friendly!",
+                     *             "answered_at": "2026-11-20T16:31:00.000Z"
+                     *           }
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 5,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -7684,10 +7810,22 @@ export interface operations {
                      *           ],
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60",
+                     *           "name": "Support",
+                     *           "description": "Orders, deliveries and returns",
+                     *           "member_ids": [
+                     *             "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *             "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b55",
+                     *             "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b56"
+                     *           ],
+                     *           "created_at": "2026-11-21T10:30:00.000Z",
+                     *           "updated_at": "2026-11-21T10:30:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 2,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -8216,10 +8354,16 @@ export interface operations {
                      *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
                      *           "domain": "*.example.com",
                      *           "created_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b81",
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "domain": "shop.example.org",
+                     *           "created_at": "2026-11-22T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 2,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -8845,6 +8989,17 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b80",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "user",
+                     *           "sender_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a55",
+                     *           "type": "note",
+                     *           "content": "Regular customer: offer free shipping on the next order.",
+                     *           "internal": true,
+                     *           "attachments": [],
+                     *           "created_at": "2026-11-21T10:07:00.000Z"
+                     *         },
+                     *         {
                      *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a74",
                      *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
                      *           "sender_type": "user",
@@ -8854,10 +9009,67 @@ export interface operations {
                      *           "internal": false,
                      *           "attachments": [],
                      *           "created_at": "2026-11-21T10:06:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b81",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "visitor",
+                     *           "sender_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *           "type": "text",
+                     *           "content": "Where is my order? It was due yesterday.",
+                     *           "internal": false,
+                     *           "created_at": "2026-11-21T10:05:00.000Z",
+                     *           "attachments": [
+                     *             {
+                     *               "id": "file_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b89",
+                     *               "name": "order-1234.pdf",
+                     *               "content_type": "application/pdf",
+                     *               "size": 48213
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b82",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "system",
+                     *           "sender_id": null,
+                     *           "type": "system",
+                     *           "content": "Assigned to Ada Lovelace",
+                     *           "internal": false,
+                     *           "attachments": [],
+                     *           "created_at": "2026-11-21T10:03:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b83",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "bot",
+                     *           "sender_id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "type": "text",
+                     *           "content": "I am handing you to the team: someone will be with you shortly.",
+                     *           "internal": false,
+                     *           "attachments": [],
+                     *           "created_at": "2026-11-21T10:01:00.000Z",
+                     *           "author": {
+                     *             "type": "bot",
+                     *             "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *             "name": "Helper",
+                     *             "avatar_url": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "msg_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b84",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "sender_type": "visitor",
+                     *           "sender_id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a71",
+                     *           "type": "text",
+                     *           "content": "Hello, I have a question about order 1234.",
+                     *           "internal": false,
+                     *           "attachments": [],
+                     *           "created_at": "2026-11-21T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 6,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -9526,6 +9738,41 @@ export interface operations {
                      *           ],
                      *           "presence": "online",
                      *           "open_conversations": 3
+                     *         },
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b55",
+                     *           "name": "Grace Hopper",
+                     *           "email": "grace@example.com",
+                     *           "role": "agent",
+                     *           "seat": "full",
+                     *           "department_ids": [
+                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60"
+                     *           ],
+                     *           "presence": "online",
+                     *           "open_conversations": 2
+                     *         },
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b56",
+                     *           "name": "Alan Turing",
+                     *           "email": "alan@example.com",
+                     *           "role": "admin",
+                     *           "seat": "full",
+                     *           "department_ids": [
+                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
+                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60"
+                     *           ],
+                     *           "presence": "away",
+                     *           "open_conversations": 1
+                     *         },
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b57",
+                     *           "name": "Katherine Johnson",
+                     *           "email": "katherine@example.com",
+                     *           "role": "agent",
+                     *           "seat": "lite",
+                     *           "department_ids": [],
+                     *           "presence": "offline",
+                     *           "open_conversations": 0
                      *         }
                      *       ]
                      *     }
@@ -9724,10 +9971,37 @@ export interface operations {
                      *           "seat": "full",
                      *           "status": "active",
                      *           "created_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b55",
+                     *           "email": "grace@example.com",
+                     *           "name": "Grace Hopper",
+                     *           "role": "agent",
+                     *           "seat": "full",
+                     *           "status": "active",
+                     *           "created_at": "2026-11-21T10:20:00.000Z"
+                     *         },
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b56",
+                     *           "email": "alan@example.com",
+                     *           "name": "Alan Turing",
+                     *           "role": "admin",
+                     *           "seat": "full",
+                     *           "status": "active",
+                     *           "created_at": "2026-11-21T10:25:00.000Z"
+                     *         },
+                     *         {
+                     *           "user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b57",
+                     *           "email": "katherine@example.com",
+                     *           "name": "Katherine Johnson",
+                     *           "role": "agent",
+                     *           "seat": "lite",
+                     *           "status": "invited",
+                     *           "created_at": "2026-11-22T09:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -10057,10 +10331,24 @@ export interface operations {
                      *           "disabled_at": null,
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b90",
+                     *           "url": "https://alerts.example.com/hooks/chat",
+                     *           "events": [
+                     *             "conversation.closed",
+                     *             "csat.submitted"
+                     *           ],
+                     *           "description": "Satisfaction dashboard",
+                     *           "enabled": false,
+                     *           "disabled_reason": "failing",
+                     *           "disabled_at": "2026-11-26T10:00:00.000Z",
+                     *           "created_at": "2026-11-21T11:00:00.000Z",
+                     *           "updated_at": "2026-11-26T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 2,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -10323,10 +10611,36 @@ export interface operations {
                      *           "next_attempt_at": "2026-11-21T10:35:05.000Z",
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "delivered_at": null
+                     *         },
+                     *         {
+                     *           "id": "whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b92",
+                     *           "webhook_id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b91",
+                     *           "event_type": "conversation.created",
+                     *           "status": "succeeded",
+                     *           "attempts": 1,
+                     *           "last_status_code": 200,
+                     *           "last_error": null,
+                     *           "next_attempt_at": null,
+                     *           "created_at": "2026-11-21T09:58:00.000Z",
+                     *           "delivered_at": "2026-11-21T09:58:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b93",
+                     *           "webhook_id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a90",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b94",
+                     *           "event_type": "message.created",
+                     *           "status": "failed",
+                     *           "attempts": 8,
+                     *           "last_status_code": null,
+                     *           "last_error": "Connection refused",
+                     *           "next_attempt_at": null,
+                     *           "created_at": "2026-11-20T08:00:00.000Z",
+                     *           "delivered_at": null
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -11296,10 +11610,37 @@ export interface operations {
                      *           ],
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4ba0",
+                     *           "name": "Urgent words to Support",
+                     *           "enabled": true,
+                     *           "trigger": {
+                     *             "type": "message.created"
+                     *           },
+                     *           "conditions": [
+                     *             {
+                     *               "field": "message.content",
+                     *               "operator": "contains",
+                     *               "value": "refund"
+                     *             }
+                     *           ],
+                     *           "actions": [
+                     *             {
+                     *               "type": "set_priority",
+                     *               "priority": "urgent"
+                     *             },
+                     *             {
+                     *               "type": "transfer",
+                     *               "department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "updated_at": "2026-11-22T10:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 2,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
