@@ -45,6 +45,10 @@ const GOALS: Goal[] = [
   { what: 'restart on the embedded default, to PGlite reopening it', benches: ['start'], figure: 'ratio.restart_of_pglite_reopen', target: { at: 'most', value: 4 }, unit: 'times', command: 'npm run bench:start' },
   { what: '1,000 conversations at once over 50 agents, two instances: all assigned after the last arrival', benches: ['routing'], figure: 'assigned_after_last_arrival_ms', target: { at: 'most', value: 2000 }, unit: 'ms', command: 'npm run bench:routing' },
   { what: 'the widget start\'s answer (p50) during that burst, routing off to on', benches: ['routing'], figure: 'start_ratio_off_to_on', target: { at: 'least', value: 0.9 }, unit: 'ratio', command: 'npm run bench:routing' },
+  { what: 'the team app\'s first load of the inbox: its JavaScript, gzipped, to a budget of 150 KB', benches: ['app'], figure: 'first_load.js_gzip_share_of_budget', target: { at: 'most', value: 1 }, unit: 'share', command: 'npm run bench:app' },
+  { what: 'the team app\'s first conversation list shown, to the end of the API call that feeds it (same load)', benches: ['app'], figure: 'first_load.shown_of_api', target: { at: 'most', value: 1.5 }, unit: 'times', command: 'npm run bench:app' },
+  { what: 'the tab\'s JS heap, scrolling 10,000 conversations and a 5,000-message thread to their ends (150 MB)', benches: ['app'], figure: 'scroll.heap_peak_mib', target: { at: 'most', value: 143 }, unit: 'MiB', command: 'npm run bench:app' },
+  { what: 'a visitor\'s message in the agent\'s inbox DOM, p99, to a plain socket client\'s delivery (same messages)', benches: ['app'], figure: 'delivery.dom_of_ws_p99', target: { at: 'most', value: 1.2 }, unit: 'times', command: 'npm run bench:app' },
 ];
 
 const BENCHMARKS: { command: string; measures: string }[] = [
@@ -61,6 +65,7 @@ const BENCHMARKS: { command: string; measures: string }[] = [
   { command: 'bench:feed-read', measures: 'PostgreSQL\'s CPU and the wall time of one read of a tenant\'s event feed, its statement named and not, in turns (`DATABASE_URL`)' },
   { command: 'bench:webhook-claims', measures: 'PostgreSQL\'s CPU per webhook delivery for the claim and the outcome alone, in batches of `BENCH_BATCH`, beside alternative designs (`BENCH_DESIGNS`; `DATABASE_URL`; a schema of its own, dropped at the end)' },
   { command: 'bench:routing', measures: '1,000 visitors starting a conversation at once over two instances (PostgreSQL + Redis, `DATABASE_URL` and `REDIS_URL`) with 50 agents online, capacity 20 each, least loaded: the time from the last start\'s answer until all are assigned, and the start\'s answer time with routing on and off, in alternating pairs (`BENCH_PAIRS`, at least 5); checks that nobody went over capacity' },
+  { command: 'bench:app', measures: 'the team app in chromium against the service on PostgreSQL (`DATABASE_URL`), a tenant of 10,000 conversations and a 5,000-message thread seeded with SQL: the first load\'s JavaScript and the time its list shows beside its API call\'s end, the JS heap while scrolling the list and the thread to their ends, and a visitor\'s message in the inbox DOM beside a plain socket client, over `BENCH_RUNS` (at least 5) runs of `BENCH_MESSAGES` (at least 100)' },
   { command: 'bench:probe', measures: 'the service alone, one endpoint at a time (`PROBE_ENDPOINTS`): req/s and CPU per request, with any setting switched by `PROBE_ENV` and, on PostgreSQL, `PROBE_SEED=n` conversations' },
   { command: 'bench:compare a.json b.json', measures: 'the change of every figure between two results files (the newest run of each)' },
 ];
