@@ -126,7 +126,7 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     await page.getByText("import { ChatClient, ok } from '@customer-chat/client';").first().waitFor(WAIT);
 
     await page.getByRole('navigation', { name: 'API reference' }).getByRole('link', { name: 'Getting started' }).click();
-    await page.getByRole('heading', { name: /^1\. Register/ }).first().waitFor(WAIT);
+    await page.getByRole('heading', { name: /1\. Register/ }).first().waitFor(WAIT);
     await page.getByRole('navigation', { name: 'API reference' }).getByRole('link', { name: 'Events (WebSocket)' }).click();
     await page.waitForURL(`${base}/api/docs/events`);
     await page.getByRole('heading', { name: 'Customer Chat events' }).first().waitFor(WAIT);
@@ -145,7 +145,7 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
       for (const file of ['index.html', 'events.html']) expect(externalUrls(readFileSync(join(out, file), 'utf8')), file).to.deep.equal([]);
       const { page, errors } = await open(pathToFileURL(join(out, 'index.html')).href);
       await page.getByRole('navigation', { name: 'API reference' }).getByRole('link', { name: 'Getting started' }).click();
-      await page.getByRole('heading', { name: /^1\. Register/ }).first().waitFor(WAIT);
+      await page.getByRole('heading', { name: /1\. Register/ }).first().waitFor(WAIT);
       await page.getByRole('navigation', { name: 'API reference' }).getByRole('link', { name: 'Events (WebSocket)' }).click();
       await page.getByRole('heading', { name: 'Customer Chat events' }).first().waitFor(WAIT);
       expect(errors).to.deep.equal([]);

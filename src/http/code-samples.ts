@@ -72,7 +72,7 @@ function pathVariable(path: string, name: string): string {
 type Value = { literal: Json } | { variable: string };
 
 /** Body properties whose example values a sample cannot use as they are (they name someone or something of the reader's). */
-const PROPERTY_VARIABLES: Record<string, string> = { email: 'EMAIL', password: 'PASSWORD', refresh_token: 'REFRESH_TOKEN', token: 'MAIL_TOKEN' };
+const PROPERTY_VARIABLES: Record<string, string> = { email: 'EMAIL', password: 'PASSWORD', refresh_token: 'REFRESH_TOKEN', token: 'MAIL_TOKEN', until: 'UNTIL' };
 
 /** The example with the values a reader must supply turned into variables (marked, to be written per language). */
 type Marked = Json | { __variable: string };
@@ -260,7 +260,7 @@ export function withCodeSamples(document: Doc): Doc {
 
 /** The variables a sample uses: `$NAME` in curl, bare upper-case identifiers in TypeScript. */
 export function variablesOf(sample: CodeSample): string[] {
-  const pattern = sample.lang === 'curl' ? /\$([A-Z][A-Z0-9_]*)/g : /\b([A-Z][A-Z0-9_]*[A-Z0-9])\b/g;
+  const pattern = sample.lang === 'curl' ? /\$([A-Z][A-Z0-9_]*)/g : /\b([A-Z][A-Z0-9_]*)\b/g;
   // TypeScript's string literals are left out: their words are text, not variables.
   const code = sample.lang === 'curl' ? sample.source : sample.source.replace(/'(?:[^'\\\n]|\\.)*'/g, "''");
   const names = new Set([...code.matchAll(pattern)].map((m) => m[1]!));
