@@ -129,16 +129,17 @@ async function browser(): Promise<{ context: BrowserContext; close(): Promise<vo
 async function loggedInPage(context: BrowserContext, email: string, tenantId: string): Promise<Page> {
   const login = await post('/api/v1/auth/login', undefined, { email, password: PASSWORD, tenant_id: tenantId });
   if (login.status !== 200) throw new Error(`login: ${login.status} ${JSON.stringify(login.body)}`);
-  await context.addInitScript((token) => sessionStorage.setItem('chat-app:refresh-token', token), login.body.refresh_token as string);
+  // The functions below run in the page (the root tsconfig has no DOM types: its globals are read as any).
+  await context.addInitScript((token) => (globalThis as any).sessionStorage.setItem('chat-app:refresh-token', token), login.body.refresh_token as string);
   // Before the app's scripts: the time the first conversation row is in the DOM.
   await context.addInitScript(() => {
-    const w = window as unknown as { listShownAt?: number };
-    new MutationObserver((_, observer) => {
-      if (w.listShownAt === undefined && document.querySelector('.conversations li')) {
+    const w = globalThis as any;
+    new w.MutationObserver((_: unknown, observer: { disconnect(): void }) => {
+      if (w.listShownAt === undefined && w.document.querySelector('.conversations li')) {
         w.listShownAt = performance.now();
         observer.disconnect();
       }
-    }).observe(document, { childList: true, subtree: true });
+    }).observe(w.document, { childList: true, subtree: true });
   });
   return context.newPage();
 }
@@ -147,16 +148,18 @@ async function firstLoad(page: Page) {
   await page.goto(`${base}/app/inbox/mine`);
   await page.locator('.conversations li').first().waitFor({ timeout: 30_000 });
   const timing = await page.evaluate(() => {
+    type Entry = { name: string; startTime: number; responseEnd: number };
+    const w = globalThis as any;
     const list = performance
       .getEntriesByType('resource')
-      .map((e) => e as PerformanceResourceTiming)
+      .map((e) => e as unknown as Entry)
       .find((e) => /\/api\/v1\/conversations\?/.test(e.name) && e.name.includes('assigned_to=me') && e.name.includes('status=assigned'));
     const scripts = performance
       .getEntriesByType('resource')
-      .map((e) => e as PerformanceResourceTiming)
-      .filter((e) => e.name.endsWith('.js') && e.startTime <= (window as unknown as { listShownAt: number }).listShownAt)
+      .map((e) => e as unknown as Entry)
+      .filter((e) => e.name.endsWith('.js') && e.startTime <= w.listShownAt)
       .map((e) => new URL(e.name).pathname);
-    return { listShownAt: (window as unknown as { listShownAt: number }).listShownAt, apiEnd: list?.responseEnd, apiStart: list?.startTime, scripts };
+    return { listShownAt: w.listShownAt as number, apiEnd: list?.responseEnd, apiStart: list?.startTime, scripts };
   });
   if (timing.apiEnd === undefined || timing.apiStart === undefined) throw new Error('no list call in the resource timing');
   let gzip = 0;
@@ -175,10 +178,10 @@ async function scrollToEnd(page: Page, scroller: string, end: 'top' | 'bottom', 
   for (;;) {
     const done = await page.evaluate(
       async ([selector, to]) => {
-        const el = document.querySelector(selector)!;
+        const el = (globalThis as any).document.querySelector(selector);
         el.scrollTop = to === 'bottom' ? el.scrollHeight : 0;
         await new Promise((r) => setTimeout(r, 50));
-        const rows = [...el.querySelectorAll('li[aria-posinset]')];
+        const rows = [...el.querySelectorAll('li[aria-posinset]')] as { getAttribute(name: string): string | null }[];
         const row = to === 'bottom' ? rows.at(-1) : rows[0];
         return row !== undefined && row.getAttribute('aria-posinset') === (to === 'bottom' ? row.getAttribute('aria-setsize') : '1');
       },
@@ -204,7 +207,7 @@ async function scrolling(page: Page, threadId: string) {
   };
   const listMs = await scrollToEnd(page, '[data-testid="conversation-scroller"]', 'bottom', heap);
   // To the thread within the app (no reload: what the list loaded stays in the tab).
-  await page.evaluate(() => (document.querySelector('[data-testid="conversation-scroller"]')!.scrollTop = 0));
+  await page.evaluate(() => ((globalThis as any).document.querySelector('[data-testid="conversation-scroller"]').scrollTop = 0));
   await page.locator(`.conversations li[data-conversation="${threadId}"] a`).click();
   await page.locator('.messages li').first().waitFor({ timeout: 30_000 });
   const threadMs = await scrollToEnd(page, '[data-testid="message-scroller"]', 'top', heap);
@@ -228,15 +231,15 @@ async function deliveries(page: Page, s: Awaited<ReturnType<typeof scene>>) {
 
   // The page records when each "bench-N" text first appears anywhere in the DOM, in epoch milliseconds.
   await page.evaluate(() => {
-    const w = window as unknown as { seenAt: Record<string, number> };
+    const w = globalThis as any;
     w.seenAt = {};
-    new MutationObserver((records) => {
+    new w.MutationObserver((records: { type: string; target: { textContent: string | null }; addedNodes: Iterable<{ textContent: string | null }> }[]) => {
       const at = performance.timeOrigin + performance.now();
       for (const r of records) {
         const texts = r.type === 'characterData' ? [r.target.textContent] : [...r.addedNodes].map((n) => n.textContent);
         for (const text of texts) for (const m of text?.matchAll(/bench-(\d+)/g) ?? []) w.seenAt[m[1]!] ??= at;
       }
-    }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    }).observe(w.document.body, { childList: true, subtree: true, characterData: true });
   });
   const login = await post('/api/v1/auth/login', undefined, { email: s.email, password: PASSWORD, tenant_id: s.tenantId });
   const ws = new WebSocket(`${base.replace('http', 'ws')}/api/v1/ws`, { headers: { Authorization: `Bearer ${login.body.access_token}` } });
@@ -263,10 +266,10 @@ async function deliveries(page: Page, s: Awaited<ReturnType<typeof scene>>) {
     const r = await fetch(`${base}/api/v1/widget/conversations/${conversationId}/messages`, { method: 'POST', headers: visitorHeaders, body: JSON.stringify({ content: `bench-${n}` }) });
     if (r.status !== 201) throw new Error(`visitor message: ${r.status} ${await r.text()}`);
     await onSocket;
-    await page.waitForFunction((k) => (window as unknown as { seenAt: Record<string, number> }).seenAt[k] !== undefined, n, { timeout: 30_000 });
+    await page.waitForFunction((k) => (globalThis as any).seenAt[k] !== undefined, n, { timeout: 30_000 });
   }
   ws.close();
-  const seenAt = await page.evaluate(() => (window as unknown as { seenAt: Record<string, number> }).seenAt);
+  const seenAt: Record<string, number> = await page.evaluate(() => (globalThis as any).seenAt);
   const dom = [...sentAt].map(([n, at]) => seenAt[n]! - at);
   const plain = [...sentAt].map(([n, at]) => wsAt.get(n)! - at);
   return { domP50: percentile(dom, 50), domP99: percentile(dom, 99), wsP50: percentile(plain, 50), wsP99: percentile(plain, 99) };
