@@ -106,7 +106,7 @@ describe('the reference\'s samples and the getting-started page run against the 
     form.append('conversation_id', conversation.id);
     form.append('file', new Blob([PNG], { type: 'image/png' }), 'photo.png');
     const fileRes = await fetch(`${api}/v1/files`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: form });
-    const file = await fileRes.json();
+    const file = (await fileRes.json()) as { id: string };
     if (!fileRes.ok) throw new Error(`upload: ${JSON.stringify(file)}`);
     const signed = new URL((await call('GET', `/v1/files/${file.id}`, { token })).url, api);
     const key = await call('POST', '/v1/api-keys', { token, body: { ...example('createApiKey'), name: 'fixture' } });
@@ -214,7 +214,7 @@ describe('the reference\'s samples and the getting-started page run against the 
         form.append('conversation_id', v.VISITOR_CONVERSATION_ID!);
         form.append('file', new Blob([PNG], { type: 'image/png' }), 'photo.png');
         const res = await fetch(`${api}/v1/widget/files`, { method: 'POST', headers: { Authorization: `Bearer ${v.VISITOR_TOKEN}`, Origin: ORIGIN }, body: form });
-        const file = await res.json();
+        const file = (await res.json()) as { id: string };
         if (!res.ok) throw new Error(`widget upload: ${JSON.stringify(file)}`);
         return { FILE_ID: file.id };
       }
