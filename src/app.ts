@@ -108,6 +108,8 @@ export interface AppDeps {
   rateLimitStore?: RateLimitStoreFactory;
   /** The shared Redis, when there is one: readiness says whether it answers. */
   redis?: RedisLink;
+  /** True once the instance is shutting down: readiness answers 503 from then on. */
+  draining?: () => boolean;
   /** Committed events are published here; the realtime gateway listens. */
   bus?: EventBus;
   presence?: PresenceStore;
@@ -201,7 +203,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   const contract = options.contract ?? loadContract();
   const services = createServices(deps);
   const handlers: Handlers = {
-    ...healthHandlers(deps.database, deps.redis),
+    ...healthHandlers(deps.database, deps.redis, deps.draining),
     ...authHandlers(services.auth),
     ...tenantHandlers(services.tenants),
     ...departmentHandlers(services.departments),

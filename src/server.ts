@@ -96,6 +96,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const tickets = redis ? new RedisTicketStore(redis) : new MemoryTicketStore();
   const fanout = redis ? await RedisFanout.create(redis, { pollMs: config.redisDownPollMs, onError: onSubscriberError }) : new LocalFanout();
   const sessions = new SessionCache(redis ? await RedisSessionChanges.create(redis, onSubscriberError) : new LocalSessionChanges(), config.sessionCacheMs);
+  let stopping: Promise<void> | undefined;
   const { app, services } = buildApp({
     config,
     logger,
@@ -112,6 +113,7 @@ export async function startService(config: Config): Promise<RunningService> {
     secrets,
     metrics,
     ...(redis ? { rateLimitStore: resilientStoreFactory((...args: string[]) => redis.run((client) => client.sendCommand(args))), redis } : {}),
+    draining: () => stopping !== undefined,
   });
 
   presence.onMemberOnline((tenantId) => void services.routing.wake(tenantId));
@@ -218,10 +220,12 @@ export async function startService(config: Config): Promise<RunningService> {
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
   logger.info({ url, database: database.kind }, 'listening');
 
-  let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      // From here /api/ready answers 503, and the sockets are told first (1001, going away): they
+      // reconnect through the balancer to another instance while this one finishes its work.
       logger.info('shutting down');
+      await gateway.close();
       await scheduler.stop();
       for (const each of Object.values(interest)) each.stop();
       await webhooks.stop();
@@ -229,7 +233,6 @@ export async function startService(config: Config): Promise<RunningService> {
       stopRelay?.();
       await wakeups?.close();
       await workflows.stop();
-      await gateway.close();
       await sessions.close();
       // Stop accepting, let in-flight requests finish, then drop idle keep-alive connections.
       // A keep-alive connection whose last response just finished turns idle after close() was called,

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { connect } from './support/realtime.ts';
 
 // The real entry point, as `npm start` runs it: embedded database under a fresh DATA_DIR, no services.
 describe('the service process', () => {
@@ -46,6 +47,24 @@ describe('the service process', () => {
     child!.kill('SIGTERM');
     expect(await exited).to.equal(0);
     expect(output()).to.contain('"msg":"stopped"');
+  });
+
+  it('on SIGTERM tells its sockets to reconnect elsewhere (1001) before it stops', async function () {
+    this.timeout(60_000);
+    const { url } = await start({});
+    const registered = await fetch(`${url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'socket@example.test', password: 'a long enough password', name: 'Socket' }),
+    });
+    expect(registered.status).to.equal(201);
+    const { access_token } = (await registered.json()) as { access_token: string };
+    const client = await connect(`${url.replace('http', 'ws')}/api/v1/ws`, { Authorization: `Bearer ${access_token}` });
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    child!.kill('SIGTERM');
+    const closed = await client.closed;
+    expect(closed.code, closed.reason).to.equal(1001);
+    expect(await exited).to.equal(0);
   });
 
   it('finishes a request in flight when told to stop', async function () {
