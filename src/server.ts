@@ -74,6 +74,8 @@ export async function startService(config: Config): Promise<RunningService> {
     template: config.pgliteTemplate,
     onConnectionError: (err) => logger.warn({ err }, 'database connection lost'),
   });
+  // Said before, so that an instance waiting on another's migration lock shows where it waits.
+  logger.info({ database: database.kind }, 'database open; migrating');
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
   const jwtSecret = await resolveJwtSecret(config.jwtSecret, config.dataDir);

@@ -22,7 +22,8 @@ const stack = (command: string, dir: string) =>
     cwd: ROOT,
     encoding: 'utf8',
     // Fast password hashing for the test's logins; the rest is the stack's own configuration.
-    env: { ...process.env, BCRYPT_COST: '4', LOG_LEVEL: 'warn' },
+    // Logs at info: an instance that does not become ready shows how far its start went.
+    env: { ...process.env, BCRYPT_COST: '4', LOG_LEVEL: 'info' },
   });
 
 const installed = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
