@@ -14,6 +14,7 @@
 //   DATABASE_URL=postgres://... REDIS_URL=redis://... npm run bench:routing
 //   BENCH_CONVERSATIONS=1000 BENCH_AGENTS=50 BENCH_PAIRS=5 BENCH_INSTANCES=2 BENCH_REDIS_TIMEOUT_MS=2000 ...
 import { cpus } from 'node:os';
+import { Agent, setGlobalDispatcher } from 'undici';
 import { WebSocket } from 'ws';
 import { PasswordHasher } from '../../src/auth/password.ts';
 import * as authRepo from '../../src/auth/auth.repository.ts';
@@ -22,6 +23,10 @@ import { newId } from '../../src/shared/ids.ts';
 import * as tenantRepo from '../../src/tenants/tenant.repository.ts';
 import { writeResults } from './results.ts';
 import { jsonPost, startProcess } from './support.ts';
+
+// Connections kept idle a second at most: on a loaded machine this process can be late to drop one the
+// service closes after its own 5 s keep-alive, and a request sent on it fails with "other side closed".
+setGlobalDispatcher(new Agent({ keepAliveTimeout: 1000, keepAliveMaxTimeout: 1000 }));
 
 const databaseUrl = process.env.DATABASE_URL;
 const redisUrl = process.env.REDIS_URL;
@@ -161,8 +166,8 @@ async function burst(s: Scene, routing: boolean): Promise<Run> {
         headers: { 'Content-Type': 'application/json', Origin: SITE, Authorization: `Bearer ${token}` },
         body: JSON.stringify({ content: `Hello, I am visitor ${i}` }),
       });
-      await r.arrayBuffer();
-      if (r.status !== 201) throw new Error(`widget conversation: ${r.status}`);
+      const body = await r.text();
+      if (r.status !== 201) throw new Error(`widget conversation: ${r.status} ${body}`);
       const t1 = performance.now();
       return { ms: t1 - t0, at: t1 };
     }),
