@@ -1,5 +1,3 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
@@ -9,11 +7,11 @@ import { type DemoSite, startDemoSite } from '../scripts/demo-site.ts';
 import { TokenService } from '../src/auth/tokens.ts';
 import { APP_CSP } from '../src/http/team-app.ts';
 import { openBrowser, type Browsing, socketCutter } from './support/browser.ts';
+import { shoot } from './support/screenshots.ts';
 import { addMember, createConversation, createTenant, login, PASSWORD, type TestTenant } from './support/factories.ts';
 import { TEST_JWT_SECRET } from './support/harness.ts';
 import { connect, type RealtimeServer, startRealtime } from './support/realtime.ts';
 
-export const SCREENSHOTS = join(import.meta.dirname, '..', 'artifacts', 'screenshots');
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 const WAIT = { timeout: 15_000 };
 /** A view's link as a screen reader names it: its label, then how many conversations it holds. */
@@ -137,9 +135,12 @@ describe('the team app in a browser', function () {
     const visitor = await visitorBrowser.context.newPage();
     await openBubble(visitor, widget.id);
     await markDocument(agent);
-    await visitorWrites(visitor, 'Do you ship to Norway?');
+    await visitor.locator('chat-widget textarea#chat-input').fill('Do you ship to Norway?');
+    const sent = Date.now();
+    await visitor.keyboard.press('Enter');
     const item = agent.locator('.conversations li', { hasText: 'Do you ship to Norway?' });
     await item.waitFor(WAIT);
+    expect(Date.now() - sent, 'from the visitor\'s Enter to the agent\'s inbox, in ms').to.be.below(1000);
     await agent.getByRole('link', { name: viewName('Unassigned', 1) }).waitFor(WAIT);
     await item.getByRole('link').click();
     await agent.locator('.messages li.visitor', { hasText: 'Do you ship to Norway?' }).waitFor(WAIT);
@@ -483,6 +484,28 @@ describe('the team app in a browser', function () {
     }
   });
 
+  it('an action the member may no longer take is refused in words (403): the seat made read-only while the app is open', async () => {
+    const t = await createTenant();
+    const member = await addMember(t);
+    const { token, conversationId } = await startVisitorConversation(t, 'Hello?');
+    const { page, errors } = await appPage(await browser());
+    await logIn(page, member.email);
+    await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+    await page.locator('.messages li.visitor', { hasText: 'Hello?' }).waitFor(WAIT);
+    // One event live first: a reconnection then resumes from it rather than reading everything again.
+    await request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content: 'Anyone there?' }).expect(201);
+    await page.locator('.messages li.visitor', { hasText: 'Anyone there?' }).waitFor(WAIT);
+
+    await request(rt.app).patch(`/api/v1/tenants/${t.tenantId}/members/${member.userId}`).set(bearer(t.owner.accessToken)).send({ seat: 'lite' }).expect(200);
+    await page.getByRole('combobox', { name: 'Reply to the visitor' }).fill('Yes, how can I help?');
+    await page.keyboard.press('Enter');
+    await page.getByRole('alert').filter({ hasText: 'Your seat is read-only: you can read conversations but not answer or handle them.' }).waitFor(WAIT);
+    expect((await page.getByRole('alert').allTextContents()).join(' ')).not.to.match(/ERR_|\{|"code"/);
+    const seen = await request(rt.app).get(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).expect(200);
+    expect(seen.body.data.map((m: { content: string }) => m.content)).not.to.include('Yes, how can I help?');
+    expect(errors.filter((e) => !/status of 403|WebSocket connection to .* failed/.test(e))).to.deep.equal([]);
+  });
+
   it('the reply flow works with the keyboard alone: j and k between conversations, r to the reply box, Enter to send', async () => {
     const t = await createTenant();
     const first = await startVisitorConversation(t, 'Older question');
@@ -673,9 +696,21 @@ describe('the team app in a browser', function () {
   }
 
   it('looks right on a desktop and on a phone (screenshots)', async () => {
-    const t = await createTenant();
-    await startVisitorConversation(t, 'Hi! Does the Trailhead 2 fit two people with packs?');
-    await mkdir(SCREENSHOTS, { recursive: true });
+    const t = await createTenant({ name: 'Trailhead Outdoor' });
+    const owner = bearer(t.owner.accessToken);
+    const say = (conversationId: string, content: string, internal = false) =>
+      request(rt.app).post('/api/v1/messages').set(owner).send({ conversation_id: conversationId, content, internal }).expect(201);
+    const others = [
+      'Can I still change the delivery address of order 1234?',
+      'Do you ship to Norway? And how long does it take?',
+      'My sleeping bag zip is stuck, can it be repaired?',
+    ];
+    for (const content of others) await startVisitorConversation(t, content);
+    const main = await startVisitorConversation(t, 'Hi! Does the Trailhead 2 fit two people with packs?');
+    await request(rt.app).post(`/api/v1/conversations/${main.conversationId}/assign`).set(owner).send({ user_id: t.owner.userId }).expect(200);
+    await say(main.conversationId, 'It does: there is a vestibule on each side for packs and boots.');
+    await say(main.conversationId, 'Asked twice about tents this week: maybe send the size guide.', true);
+    await request(rt.app).post(`/api/v1/widget/conversations/${main.conversationId}/messages`).set({ Origin: site.url }).set(bearer(main.token)).send({ content: 'Great, and is it waterproof in heavy rain?' }).expect(201);
     for (const device of [
       { name: 'desktop', viewport: { width: 1280, height: 800 }, isMobile: false },
       { name: 'phone', viewport: { width: 390, height: 844 }, isMobile: true },
@@ -684,16 +719,16 @@ describe('the team app in a browser', function () {
       const { page, errors } = await appPage(b);
       await page.goto(`${api}/app/`);
       await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
-      await page.screenshot({ path: join(SCREENSHOTS, `app-login-${device.name}.png`) });
+      await shoot(page, `app-login-${device.name}`);
       await logIn(page, t.owner.email);
       await page.getByRole('link', { name: /^Unassigned/ }).click();
-      const item = page.locator('.conversations li', { hasText: 'Trailhead' });
-      await item.waitFor(WAIT);
-      await page.screenshot({ path: join(SCREENSHOTS, `app-inbox-${device.name}.png`) });
-      await item.getByRole('link').click();
-      await page.screenshot({ path: join(SCREENSHOTS, `app-conversation-${device.name}.png`) });
-      await page.locator('.messages li.visitor', { hasText: 'Trailhead' }).waitFor(WAIT);
-      await page.screenshot({ path: join(SCREENSHOTS, `app-conversation-${device.name}.png`) });
+      for (const content of others) await page.locator('.conversations li', { hasText: content }).waitFor(WAIT);
+      await shoot(page, `app-inbox-${device.name}`, { docs: true });
+      await page.getByRole('link', { name: /^Mine/ }).click();
+      await page.locator('.conversations li', { hasText: 'waterproof' }).getByRole('link').click();
+      await page.locator('.messages li.visitor', { hasText: 'waterproof' }).waitFor(WAIT);
+      await page.locator('.messages li.note', { hasText: 'size guide' }).waitFor(WAIT);
+      await shoot(page, `app-conversation-${device.name}`, { docs: true });
       expect(errors).to.deep.equal([]);
     }
   });

@@ -1,5 +1,3 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
 import type { Locator, Page } from 'playwright-core';
@@ -8,11 +6,11 @@ import { eventually } from './support/eventually.ts';
 import { testDispatcher } from './support/dispatcher.ts';
 import { addMember, createTenant, PASSWORD, type TestTenant } from './support/factories.ts';
 import { getHarness } from './support/harness.ts';
+import { shoot, shootBoth } from './support/screenshots.ts';
 import { type RealtimeServer, startRealtime } from './support/realtime.ts';
 import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
 import type { WebhookDispatcher } from '../src/webhooks/webhook.dispatcher.ts';
 
-const SCREENSHOTS = join(import.meta.dirname, '..', 'artifacts', 'screenshots');
 const WAIT = { timeout: 15_000 };
 
 // The settings screens against the real service, in chromium: each creates, changes and deletes through
@@ -32,7 +30,6 @@ describe('the team app: settings in a browser', function () {
     dispatcher = testDispatcher(await getHarness(), { bus: rt.bus, timeoutMs: 2_000, retryDelaysMs: [100, 200], pollMs: 100 });
     rt.services.webhooks.onDeliveryDue(() => dispatcher.wake());
     dispatcher.start();
-    await mkdir(SCREENSHOTS, { recursive: true });
   });
   afterEach(async () => {
     for (const b of open.splice(0)) await b.close();
@@ -71,7 +68,8 @@ describe('the team app: settings in a browser', function () {
     const results = await new AxeBuilder({ page }).analyze();
     const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
     expect(serious.map((v) => `${label}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).to.deep.equal([]);
-    await page.screenshot({ path: join(SCREENSHOTS, `settings-${shot}.png`), fullPage: true });
+    await shoot(page, `settings-${shot}`, { fullPage: true });
+    await shootBoth(page, `settings-${shot}`, { docs: true });
   }
 
   /** The finding shown beside the field labelled `label`. */
@@ -223,7 +221,7 @@ describe('the team app: settings in a browser', function () {
     await receiver.until((r) => r.some((d) => d.verified?.type === 'webhook.test'));
     const log = card.getByRole('region', { name: 'Delivery log' });
     await log.getByRole('row', { name: /webhook\.test succeeded HTTP 200/ }).waitFor(WAIT);
-    await page.screenshot({ path: join(SCREENSHOTS, 'settings-webhooks-delivered.png'), fullPage: true });
+    await shoot(page, 'settings-webhooks-delivered', { fullPage: true });
     await log.getByRole('button', { name: 'Redeliver' }).click();
     await receiver.until((r) => r.filter((d) => d.verified?.type === 'webhook.test').length === 2);
     await log.getByRole('row', { name: /webhook\.test succeeded HTTP 200 2/ }).waitFor(WAIT);

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { once } from 'node:events';
@@ -12,8 +12,8 @@ import { createMailer } from '../src/mail/mailer.ts';
 import { openBrowser, type Browsing } from './support/browser.ts';
 import { eventually } from './support/eventually.ts';
 import { type RealtimeServer, startRealtime } from './support/realtime.ts';
+import { shoot, shootBoth } from './support/screenshots.ts';
 
-const SCREENSHOTS = join(import.meta.dirname, '..', 'artifacts', 'screenshots');
 const WAIT = { timeout: 15_000 };
 /** The goals of a new customer's first run (issue 42): at most this many screens and this long. */
 const MAX_SCREENS = 6;
@@ -71,7 +71,6 @@ describe('the team app: a new customer sets up in the browser', function () {
     const mailer = createMailer({ from: 'Customer Chat <no-reply@chat.test>', dataDir: mailDir, logger: pino({ level: 'silent' }) });
     rt = await startRealtime({ port, mailer, config: { appUrl: `${api}/app` } });
     website = await startWebsite();
-    await mkdir(SCREENSHOTS, { recursive: true });
   });
   afterEach(async () => {
     for (const b of open.splice(0)) await b.close();
@@ -116,7 +115,8 @@ describe('the team app: a new customer sets up in the browser', function () {
       await page.getByRole('heading', { level: 1, name: heading }).waitFor(WAIT);
       screens.push(name);
       await seriousViolations(page, name);
-      await page.screenshot({ path: join(SCREENSHOTS, `setup-${screens.length}-${name}.png`), fullPage: true });
+      await shoot(page, `setup-${screens.length}-${name}`, { fullPage: true });
+      await shootBoth(page, `setup-${screens.length}-${name}`, { docs: true });
     };
     const email = `owner-${Date.now()}@nordic-bikes.test`;
 
@@ -195,11 +195,12 @@ describe('the team app: a new customer sets up in the browser', function () {
 
     // The guide sees it arrive, and opens it in the inbox.
     await page.getByText('A visitor wrote: “Do you repair e-bikes?”').waitFor(WAIT);
-    await page.screenshot({ path: join(SCREENSHOTS, 'setup-5b-arrived.png'), fullPage: true });
+    await shoot(page, 'setup-5b-arrived', { fullPage: true });
+    await shootBoth(page, 'setup-5b-first-conversation', { docs: true });
     await page.getByRole('link', { name: 'Open it in the inbox' }).click();
     await page.locator('.messages li.visitor', { hasText: 'Do you repair e-bikes?' }).waitFor(WAIT);
     screens.push('inbox');
-    await page.screenshot({ path: join(SCREENSHOTS, `setup-${screens.length}-inbox.png`) });
+    await shoot(page, `setup-${screens.length}-inbox`);
 
     const seconds = (Date.now() - started) / 1000;
     console.log(`      sign-up to a live bubble: ${screens.length} screens (${screens.join(' → ')}), ${seconds.toFixed(1)} s`);
