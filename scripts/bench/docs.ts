@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Run, runsOf } from './results.ts';
 
-type Unit = 'ratio' | 'times' | 'share' | 'ms' | 'MiB';
+type Unit = 'ratio' | 'times' | 'share' | 'ms' | 'MiB' | 'KiB';
 
 interface Goal {
   what: string;
@@ -41,6 +41,9 @@ const GOALS: Goal[] = [
   { what: 'the same to S3, to the client\'s own puts', benches: ['files'], figure: 's3.ratio', target: { at: 'least', value: 0.7 }, unit: 'ratio', command: 'npm run bench:files' },
   { what: 'the service\'s memory growth during the uploads, local disk', benches: ['files'], figure: 'local.rss_peak_growth_mib', target: { at: 'most', value: 100 }, unit: 'MiB', command: 'npm run bench:files' },
   { what: 'the service\'s memory growth during the uploads, S3', benches: ['files'], figure: 's3.rss_peak_growth_mib', target: { at: 'most', value: 100 }, unit: 'MiB', command: 'npm run bench:files' },
+  { what: 'API reference: the first operation readable, from the request, in chromium', benches: ['reference'], figure: 'new.first_operation_ms', target: { at: 'most', value: 1500 }, unit: 'ms', command: 'npm run bench:reference' },
+  { what: 'API reference: that time, to the page it replaced (Swagger UI) in the same run', benches: ['reference'], figure: 'ratio.first_operation_new_of_old', target: { at: 'most', value: 1 / 3 }, unit: 'ratio', command: 'npm run bench:reference' },
+  { what: 'API reference: script the browser receives, compressed', benches: ['reference'], figure: 'new.script_kib', target: { at: 'most', value: 600 }, unit: 'KiB', command: 'npm run bench:reference' },
   { what: 'first start on the embedded default, to PGlite creating a directory', benches: ['start'], figure: 'ratio.first_start_of_pglite_create', target: { at: 'most', value: 1.25 }, unit: 'times', command: 'npm run bench:start' },
   { what: 'restart on the embedded default, to PGlite reopening it', benches: ['start'], figure: 'ratio.restart_of_pglite_reopen', target: { at: 'most', value: 4 }, unit: 'times', command: 'npm run bench:start' },
   { what: '1,000 conversations at once over 50 agents, two instances: all assigned after the last arrival', benches: ['routing'], figure: 'assigned_after_last_arrival_ms', target: { at: 'most', value: 2000 }, unit: 'ms', command: 'npm run bench:routing' },
@@ -67,6 +70,7 @@ const BENCHMARKS: { command: string; measures: string }[] = [
   { command: 'bench:routing', measures: '1,000 visitors starting a conversation at once over two instances (PostgreSQL + Redis, `DATABASE_URL` and `REDIS_URL`) with 50 agents online, capacity 20 each, least loaded: the time from the last start\'s answer until all are assigned, and the start\'s answer time with routing on and off, in alternating pairs (`BENCH_PAIRS`, at least 5); checks that nobody went over capacity' },
   { command: 'bench:app', measures: 'the team app in chromium against the service on PostgreSQL (`DATABASE_URL`), a tenant of 10,000 conversations and a 5,000-message thread seeded with SQL: the first load\'s JavaScript and the time its list shows beside its API call\'s end, the JS heap while scrolling the list and the thread to their ends, and a visitor\'s message in the inbox DOM beside a plain socket client, over `BENCH_RUNS` (at least 5) runs of `BENCH_MESSAGES` (at least 100)' },
   { command: 'bench:probe', measures: 'the service alone, one endpoint at a time (`PROBE_ENDPOINTS`): req/s and CPU per request, with any setting switched by `PROBE_ENV` and, on PostgreSQL, `PROBE_SEED=n` conversations' },
+  { command: 'bench:reference', measures: 'the API reference (Redoc, rendered on the server) beside the Swagger UI page it replaced, served by one process: the first operation\'s link opened in a fresh chromium context, the time until its summary is visible (from the request, recorded by the page), and the script received on the wire; old and new alternating (`BENCH_RUNS`, default 7), medians' },
   { command: 'bench:compare a.json b.json', measures: 'the change of every figure between two results files (the newest run of each)' },
 ];
 
@@ -90,6 +94,8 @@ function show(value: number, unit: Unit): string {
       return `${Number(value.toPrecision(3))} ms`;
     case 'MiB':
       return `${Math.round(value)} MiB`;
+    case 'KiB':
+      return `${Math.round(value)} KiB`;
   }
 }
 
