@@ -52,10 +52,11 @@ describe('the contract', () => {
   it('is rendered at /api/docs with its assets served locally', async () => {
     const { app } = await getHarness();
     const page = await request(app).get('/api/docs').expect(200).expect('Content-Type', /text\/html/);
-    expect(page.text).to.contain('/api/openapi.json');
-    const scripts = [...page.text.matchAll(/src="([^"]+)"/g)].map((m) => m[1]!);
-    expect(scripts).to.have.length.greaterThan(0);
-    for (const src of scripts) await request(app).get(src).expect(200);
+    // Redoc's bundle (preloaded, then imported by the page's module) and the document it hydrates from.
+    const assets = [...page.text.matchAll(/(?:href="|from "|hydrate\(")(\/api\/docs\/(?:assets|reference)\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets).to.include('/api/docs/reference/openapi.json');
+    expect(assets.some((a) => a.startsWith('/api/docs/assets/redoc-'))).to.equal(true);
+    for (const src of assets) await request(app).get(src).expect(200);
   });
 
   it('every operation has an operationId, and each is routed to a handler', async () => {
