@@ -197,6 +197,8 @@ function rejoin(segments: string[]): string[] {
 function widensResponseType(path: string, method: string, where: string): boolean {
   const segments = where.split('.');
   if (segments[0] !== 'responses' || segments.at(-1) !== 'type') return false;
+  // A field named `type` in an example is a value shown to readers, not a schema's type.
+  if (segments.includes('example') || segments.includes('examples')) return false;
   const base = ['paths', path, method, ...rejoin(segments.slice(0, -1))];
   const typesOf = (schema: Doc | undefined): string[] => (schema === undefined ? [] : Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type]);
   const old = typesOf(resolvePath(pristine.before, base));

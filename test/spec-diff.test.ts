@@ -57,6 +57,15 @@ describe('npm run spec:diff', function () {
     expect(request.out).to.not.contain('may now be null in a response');
   });
 
+  it("passes a changed response example, even a value under a field named 'type'", () => {
+    const { status, out } = diff(
+      (doc) => (doc.paths['/v1/messages/{conversation_id}'].get.responses['200'].content['application/json'].example.data[0].type = 'system'),
+      (doc) => (doc.paths['/v1/messages/{conversation_id}'].get.responses['200'].content['application/json'].example.data[0].type = 'text'),
+    );
+    expect(status, out).to.equal(0);
+    expect(out).to.contain(' 0 breaking');
+  });
+
   it('passes a request pattern that only gained an alternative, and fails one that was rewritten narrower', () => {
     const pattern = () => schemas(original).WorkflowCondition.properties.field.pattern as string;
     const grown = diff((doc) => {
