@@ -212,18 +212,11 @@ export async function startStack(dir: string): Promise<StackState> {
     const userlist = join(poolerDir, 'userlist.txt');
     writeFileSync(userlist, '"chat_owner" ""\n');
     own(userlist);
-    const ini = writePooler(state, 'primary');
-    run('pgbouncer', ['-d', ini], { asPostgres: true });
-    await waitFor('PgBouncer to listen', () => listening(state.pooler.port));
-    state.pooler.pid = readPid(join(poolerDir, 'pgbouncer.pid'));
-    save(state);
+    writePooler(state, 'primary');
+    await launchPooler(state);
     progress(`PgBouncer on ${state.pooler.port}`);
 
-    const redisDir = join(dir, 'redis');
-    run('redis-server', ['--port', String(state.redis.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir, '--logfile', join(redisDir, 'redis.log'), '--daemonize', 'yes', '--pidfile', join(redisDir, 'redis.pid')]);
-    await waitFor('Redis to listen and write its pid file', async () => (await listening(state.redis.port)) && readPid(join(redisDir, 'redis.pid')) !== undefined);
-    state.redis.pid = readPid(join(redisDir, 'redis.pid'));
-    save(state);
+    await launchRedis(state);
     progress(`Redis on ${state.redis.port}`);
 
     const jwtSecret = process.env.JWT_SECRET ?? randomBytes(48).toString('base64');
@@ -253,8 +246,9 @@ export async function startStack(dir: string): Promise<StackState> {
       const log = join(dir, `app-${i + 1}.log`);
       // Unset rather than empty: an empty OTEL_EXPORTER_OTLP_ENDPOINT is not a URL.
       const set = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-      const pid = daemon(process.execPath, ['--import', './src/telemetry/preload.ts', 'src/server.ts'], log, { PATH: process.env.PATH, ...set });
-      state.instances.push({ port: instancePort, pid, log });
+      // Kept (readable by this user only: it holds the JWT secret) so that restartInstance starts it the same way.
+      writeFileSync(instanceEnvPath(dir, i), JSON.stringify(set), { mode: 0o600 });
+      state.instances.push({ port: instancePort, pid: launchInstance(dir, i, log), log });
       save(state);
     }
     // Together they serialise on the migration lock (a transaction-scoped advisory lock: fine through PgBouncer).
@@ -279,6 +273,76 @@ export async function startStack(dir: string): Promise<StackState> {
     await stopStack(dir).catch(() => undefined);
     throw err;
   }
+}
+
+const instanceEnvPath = (dir: string, index: number) => join(dir, `app-${index + 1}.env.json`);
+
+function launchInstance(dir: string, index: number, log: string): number {
+  const env = JSON.parse(readFileSync(instanceEnvPath(dir, index), 'utf8')) as Record<string, string>;
+  return daemon(process.execPath, ['--import', './src/telemetry/preload.ts', 'src/server.ts'], log, { PATH: process.env.PATH, ...env });
+}
+
+async function launchRedis(state: StackState): Promise<void> {
+  const redisDir = join(state.dir, 'redis');
+  rmSync(join(redisDir, 'redis.pid'), { force: true });
+  run('redis-server', ['--port', String(state.redis.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir, '--logfile', join(redisDir, 'redis.log'), '--daemonize', 'yes', '--pidfile', join(redisDir, 'redis.pid')]);
+  await waitFor('Redis to listen and write its pid file', async () => (await listening(state.redis.port)) && readPid(join(redisDir, 'redis.pid')) !== undefined);
+  state.redis.pid = readPid(join(redisDir, 'redis.pid'));
+  save(state);
+}
+
+async function launchPooler(state: StackState): Promise<void> {
+  const poolerDir = join(state.dir, 'pgbouncer');
+  run('pgbouncer', ['-d', join(poolerDir, 'pgbouncer.ini')], { asPostgres: true });
+  await waitFor('PgBouncer to listen', () => listening(state.pooler.port));
+  state.pooler.pid = readPid(join(poolerDir, 'pgbouncer.pid'));
+  save(state);
+}
+
+function stateOf(dir: string): StackState {
+  const state = readState(dir);
+  if (!state) throw new Error(`no stack in ${dir}`);
+  return state;
+}
+
+/**
+ * Starts instance `index` (from 0) again, on its port and with its environment, once its process is gone
+ * (killed, or drained after SIGTERM); resolves when it answers /api/ready. The balancer's check takes it
+ * back by itself.
+ */
+export async function restartInstance(dir: string, index: number): Promise<StackState> {
+  const state = stateOf(dir);
+  const instance = state.instances[index]!;
+  if (alive(instance.pid)) throw new Error(`instance ${index + 1} runs (pid ${instance.pid})`);
+  instance.pid = launchInstance(dir, index, instance.log);
+  save(state);
+  await waitFor(`instance ${index + 1} to be ready again (${instance.log})`, async () => {
+    if (!alive(instance.pid)) throw new Error(`instance ${index + 1} exited:\n${readFileSync(instance.log, 'utf8').slice(-3000)}`);
+    return ready(instance.port);
+  }, 120_000);
+  return state;
+}
+
+/** Stops Redis (SIGTERM; it keeps nothing on disk here), until `startRedis`. */
+export async function stopRedis(dir: string): Promise<void> {
+  const state = stateOf(dir);
+  await terminate([state.redis.pid]);
+}
+
+/** Starts Redis again on its port, empty. */
+export async function startRedis(dir: string): Promise<StackState> {
+  const state = stateOf(dir);
+  if (alive(state.redis.pid)) throw new Error(`Redis runs (pid ${state.redis.pid})`);
+  await launchRedis(state);
+  return state;
+}
+
+/** PgBouncer stopped at once (SIGTERM: its connections cut) and started again with its configuration. */
+export async function restartPooler(dir: string): Promise<StackState> {
+  const state = stateOf(dir);
+  await terminate([state.pooler.pid]);
+  await launchPooler(state);
+  return state;
 }
 
 export function runningPids(state: StackState): number[] {
