@@ -7583,7 +7583,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "until": "2026-11-22T09:00:00.000Z",
+                 *       "until": "2030-01-07T08:00:00.000Z",
                  *       "until_reply": true
                  *     }
                  */
@@ -7625,7 +7625,7 @@ export interface operations {
                      *             "color": "#1f77b4"
                      *           }
                      *         ],
-                     *         "snoozed_until": "2026-11-22T09:00:00.000Z",
+                     *         "snoozed_until": "2030-01-07T08:00:00.000Z",
                      *         "snooze_until_reply": true
                      *       }
                      *     }
