@@ -62,6 +62,11 @@ export default tseslint.config(
     },
   },
   {
+    // Configuration files that tools load with require (mocha's).
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly', module: 'writable' } },
+  },
+  {
     // chai's property assertions (`.to.be.true`, `.and.not.empty`) are expressions.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-unused-expressions': 'off' },

@@ -1,6 +1,6 @@
 // The contract's types the SDK hands out: REST and event payloads from generated/api.ts (openapi/chat.yaml,
 // which the AsyncAPI document's event payloads point at), and the WebSocket's control and client frames,
-// which only openapi/events.asyncapi.yaml defines (test/sdk-package.test.ts compares them with it).
+// which only openapi/events.asyncapi.yaml defines (test/e2e/sdk-package.test.ts compares them with it).
 import type { components } from '../generated/api.ts';
 
 export type { components, Credentials, operations, paths } from '../generated/api.ts';

@@ -8,7 +8,7 @@
 // from Prism whenever the operation declares one, where the service answers 400 ERR_VALIDATION. The
 // proxy answers the operation's 400 example then (unless the client asked for `Prefer: code=422`), and
 // in every 400 for a request Prism refused, Prism's findings as its `errors`, where the service says them.
-// test/mock-agreement.test.ts keeps the mock and the service answering bad requests alike.
+// test/e2e/mock-agreement.test.ts keeps the mock and the service answering bad requests alike.
 //   node scripts/mock.ts [--host 127.0.0.1] [--port 4010] [prism options...]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -301,7 +301,7 @@ function validatorWithAccess(contract: Contract, validateResponses: boolean, pat
   }
   const chain = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as never,
-    // The contract is checked where it is written (npm run lint:spec, test/contract.test.ts); checking
+    // The contract is checked where it is written (npm run lint:spec, test/integration/contract.test.ts); checking
     // it again against the OpenAPI schema on every start was most of the validator's start-up time.
     validateApiSpec: false,
     // allErrors: a client fixing a request wants every finding at once, not one per round trip.

@@ -1,5 +1,5 @@
 // The built-in `faq` bot's judgement, with no I/O: which canned response answers a visitor's message, or
-// whether to hand off. Pure, so its rules are tested on their own (test/bots.test.ts).
+// whether to hand off. Pure, so its rules are tested on their own (test/integration/bots.test.ts).
 
 export interface FaqEntry {
   shortcut: string;

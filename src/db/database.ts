@@ -67,7 +67,7 @@ export interface DatabaseOptions {
   patchedClient?: boolean;
 }
 
-/** The pg release ServiceClient and BeginThen were written against: test/dependency-patches.test.ts fails on another. */
+/** The pg release ServiceClient and BeginThen were written against: test/unit/dependency-patches.test.ts fails on another. */
 export const PATCHED_PG_VERSION = '8.23.1';
 
 /** The text asRole sends for its BEGIN on PostgreSQL: ServiceClient holds it back for the transaction's first statement. */

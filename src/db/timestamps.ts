@@ -11,7 +11,7 @@ const UTC_TIMESTAMP = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?\+00$/;
  * (UTC, four-digit years): the general one tries three patterns and builds the date from its parts, for
  * every timestamp of every row of a list page. The fast path hands the same text, as ISO 8601, to the
  * engine's own parser (faster; the same instant, fraction truncated to the
- * millisecond as postgres-date does: test/timestamps.test.ts). Anything else (other offsets, BC, infinity,
+ * millisecond as postgres-date does: test/unit/timestamps.test.ts). Anything else (other offsets, BC, infinity,
  * years before 1000) goes to postgres-date.
  */
 export function parseTimestamptz(value: string): Date {

@@ -4,7 +4,7 @@
 // contract itself holds none. What a sample cannot know is a variable, the same name in both languages:
 // API (the server URL ending in /api), TOKEN and REFRESH_TOKEN (a login's), VISITOR_TOKEN and ORIGIN (a
 // visitor's session and the page's origin), and the ids the path or body names (CONVERSATION_ID, ...).
-// test/doc-samples.test.ts runs every operation's samples against the service with those set.
+// test/e2e/doc-samples.test.ts runs every operation's samples against the service with those set.
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Doc = Record<string, any>;

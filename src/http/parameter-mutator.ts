@@ -8,7 +8,7 @@ import { requireFromValidator } from './validator-internals.ts';
 // or headers, nothing of that changes a request whose query holds no reserved character and no bracketed
 // key: such requests skip it. Whether an operation's parameters are plain is decided once, with the
 // validator's own reading of them, after its first request went through the whole of it. Anything else
-// still goes through the whole of it. test/parameter-mutator.test.ts holds the two equal.
+// still goes through the whole of it. test/integration/parameter-mutator.test.ts holds the two equal.
 
 interface OperationRequest {
   openapi?: { schema?: { parameters?: unknown[] } };

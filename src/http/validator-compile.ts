@@ -4,7 +4,7 @@ import { requireFromValidator } from './validator-internals.ts';
 // parameters, its body, every response code) as a schema that carries the whole contract beside it, its
 // `paths` included, so that `$ref`s resolve. Ajv walks every key of such a schema before compiling it, so
 // each compile walked every path of the contract, and a route's first request paid for it.
-// No `$ref` of the contract points into `paths` (test/contract.test.ts holds it), so the compiles are given
+// No `$ref` of the contract points into `paths` (test/integration/contract.test.ts holds it), so the compiles are given
 // the contract without them: the same validators, compiled faster. Remove this when the validator
 // stops embedding the paths.
 

@@ -26,7 +26,7 @@ process.env.BCRYPT_COST ??= '4';
 // Every answer of every test is held against its operation's declared responses: a status the contract
 // does not declare is one a validating proxy refuses and a generated client has no type for. The run
 // fails at its end with the list. What the request matched is on it once the validator's route lookup ran:
-// answers given before it are not checked here (plain HTTP refused in production, test/https.test.ts holds
+// answers given before it are not checked here (plain HTTP refused in production, test/integration/https.test.ts holds
 // that 403 declared; the billing webhook's raw body over its limit; CORS preflights), nor answers to paths
 // outside the contract, 404 and 405 among them, which name no operation.
 const undeclared = new Map<string, number>();
@@ -46,11 +46,22 @@ export const declaresStatus = (declared: string[], status: number) =>
   declared.some((r) => r === 'default' || r === String(status) || r === `${String(status)[0]}XX`);
 
 export const mochaHooks = {
+  // The integration tier makes each file's database before its tests, with time for it (migrations on a
+  // busy machine, two workers at once), so that no test's own timeout pays for it.
+  async beforeAll(this: Mocha.Context) {
+    if (process.env.CHAT_TEST_WARM_HARNESS !== '1') return;
+    this.timeout(180_000);
+    const { getHarness } = await import('./harness.ts');
+    await getHarness();
+  },
+  // In parallel mode root hooks run for each file, in the worker that runs it.
   async afterAll() {
     const { closeHarness } = await import('./harness.ts');
     await closeHarness();
     if (undeclared.size > 0) {
-      throw new Error(`answers their operation does not declare (status from operation: times):\n  ${[...undeclared].map(([k, n]) => `${k}: ${n}`).join('\n  ')}`);
+      const found = [...undeclared];
+      undeclared.clear();
+      throw new Error(`answers their operation does not declare (status from operation: times):\n  ${found.map(([k, n]) => `${k}: ${n}`).join('\n  ')}`);
     }
   },
 };

@@ -1,0 +1,332 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { type CodeSample, codeSamples, operationsOf, type OperationRef, variablesOf } from '../../src/http/code-samples.ts';
+import { loadContract } from '../../src/http/contract.ts';
+import { sentMail } from '../support/harness.ts';
+import { addMember, createVisitor, PASSWORD, type TestTenant, uniqueEmail } from '../support/factories.ts';
+import { type RealtimeServer, startRealtime } from '../support/realtime.ts';
+
+const run = promisify(execFile);
+const CLIENT = pathToFileURL(join(import.meta.dirname, '..', '..', 'clients', 'index.ts')).href;
+const ORIGIN = 'https://shop.example.com';
+// A 1x1 PNG: what the upload samples send.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+
+/**
+ * Operations whose success the test service cannot reach, and the answer the contract promises instead:
+ * an installation without Stripe answers billing's writes with ERR_BILLING_NOT_CONFIGURED (409).
+ */
+const EXPECTED_OTHERWISE: Record<string, { status: number; code: string }> = {
+  // Hands a conversation a bot holds to the team; the fixture's conversations are held by none.
+  handoffConversation: { status: 409, code: 'ERR_CONFLICT' },
+  // Needs a delivery, which only the webhook dispatcher writes; this test runs none yet.
+  redeliverWebhookDelivery: { status: 404, code: 'ERR_NOT_FOUND' },
+  createBillingCheckout: { status: 409, code: 'ERR_BILLING_NOT_CONFIGURED' },
+  createBillingPortal: { status: 409, code: 'ERR_BILLING_NOT_CONFIGURED' },
+  receiveBillingWebhook: { status: 409, code: 'ERR_BILLING_NOT_CONFIGURED' },
+};
+
+type Vars = Record<string, string>;
+
+// Every operation's samples (curl, TypeScript with the SDK), as the reference shows them, run against the
+// service on a loopback port with the variables they name set from a prepared tenant; each answer is
+// checked against the contract (a declared success status and media type; the service's own response
+// validation is on, so a body that breaks its schema would have been a 500). Then the getting-started
+// page's steps, as docs/getting-started.md writes them, in order.
+describe('the reference\'s samples and the getting-started page run against the service', function () {
+  this.timeout(600_000);
+  let rt: RealtimeServer;
+  let api: string;
+  let dir: string;
+  const document = loadContract().document;
+
+  before(async () => {
+    rt = await startRealtime();
+    api = rt.wsUrl.replace(/^ws/, 'http').replace(/\/v1\/ws$/, '');
+    dir = await mkdtemp(join(tmpdir(), 'chat-doc-samples-'));
+    await writeFile(join(dir, 'photo.png'), PNG);
+  });
+  after(async () => {
+    await rt?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A call to the service, for the fixture (not a sample). */
+  async function call(method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+    const res = await fetch(`${api}${path}`, {
+      method,
+      headers: { ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}), ...(options.body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...options.headers },
+      body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  async function register(): Promise<TestTenant> {
+    const email = uniqueEmail('owner');
+    const body = await call('POST', '/v1/auth/register', { body: { email, password: PASSWORD, name: 'Owner', tenant_name: 'Samples' } });
+    return { tenantId: body.tenant.id, owner: { userId: body.user.id, email, accessToken: body.access_token, refreshToken: body.refresh_token } };
+  }
+
+  const mailToken = (to: string) => {
+    const mail = [...sentMail].reverse().find((m) => JSON.stringify(m.to).includes(to));
+    const token = /token=([\w.-]+)/.exec(mail?.text ?? '')?.[1];
+    if (!token) throw new Error(`no mail with a token to ${to}`);
+    return token;
+  };
+
+  /** The request example of an operation (the contract's), for the fixture's own objects. */
+  const example = (opId: string): Record<string, any> => {
+    const ref = operationsOf(document).find((r) => r.operation.operationId === opId)!;
+    return structuredClone(ref.operation.requestBody.content['application/json'].example);
+  };
+
+  /** A tenant with one of everything the samples name. */
+  async function fixture(): Promise<{ vars: Vars; tenant: TestTenant }> {
+    const t = await register();
+    const token = t.owner.accessToken;
+    const member = await addMember(t);
+    const department = await call('POST', '/v1/departments', { token, body: { name: 'Fixture' } });
+    await call('PUT', `/v1/departments/${department.id}/members/${member.userId}`, { token });
+    const widget = await call('POST', '/v1/widgets', { token, body: { name: 'Shop' } });
+    const domain = await call('POST', '/v1/domains', { token, body: { widget_id: widget.id, domain: 'shop.example.com' } });
+    const session = await call('POST', '/v1/widget/sessions', { headers: { Origin: ORIGIN }, body: { widget_id: widget.id, page_url: `${ORIGIN}/` } });
+    const visitorConversation = await call('POST', '/v1/widget/conversations', { token: session.visitor_token, headers: { Origin: ORIGIN }, body: { content: 'Hello' } });
+    const conversation = await call('POST', '/v1/conversations', { token, body: { visitor_id: await createVisitor(t) } });
+    const contact = await call('POST', '/v1/contacts', { token, body: { ...example('createContact'), email: uniqueEmail('contact') } });
+    const canned = await call('POST', '/v1/canned-responses', { token, body: { ...example('createCannedResponse'), shortcut: 'fixture' } });
+    const label = await call('POST', '/v1/labels', { token, body: { ...example('createLabel'), name: 'fixture' } });
+    const form = new FormData();
+    form.append('conversation_id', conversation.id);
+    form.append('file', new Blob([PNG], { type: 'image/png' }), 'photo.png');
+    const fileRes = await fetch(`${api}/v1/files`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: form });
+    const file = (await fileRes.json()) as { id: string };
+    if (!fileRes.ok) throw new Error(`upload: ${JSON.stringify(file)}`);
+    const signed = new URL((await call('GET', `/v1/files/${file.id}`, { token })).url, api);
+    const key = await call('POST', '/v1/api-keys', { token, body: { ...example('createApiKey'), name: 'fixture' } });
+    const webhook = await call('POST', '/v1/webhooks', { token, body: example('createWebhook') });
+    const deliveries = await call('GET', `/v1/webhooks/${webhook.id}/deliveries`, { token });
+    const bot = await call('POST', '/v1/bots', { token, body: { ...example('createBot'), name: 'Fixture bot', handoff_department_id: department.id } });
+    const workflow = await call('POST', '/v1/workflows', { token, body: { ...example('createWorkflow'), name: 'Fixture' } });
+    return {
+      tenant: t,
+      vars: {
+        API: api,
+        TOKEN: token,
+        REFRESH_TOKEN: t.owner.refreshToken,
+        TENANT_ID: t.tenantId,
+        USER_ID: member.userId,
+        EMAIL: t.owner.email,
+        PASSWORD,
+        DEPARTMENT_ID: department.id,
+        HANDOFF_DEPARTMENT_ID: department.id,
+        WIDGET_ID: widget.id,
+        DOMAIN_ID: domain.id,
+        ORIGIN,
+        VISITOR_TOKEN: session.visitor_token,
+        VISITOR_ID: session.visitor_id,
+        CONVERSATION_ID: conversation.id,
+        CONTACT_ID: contact.id,
+        CANNED_RESPONSE_ID: canned.id,
+        LABEL_ID: label.id,
+        FILE_ID: file.id,
+        FILE_PATH: join(dir, 'photo.png'),
+        EXPIRES: signed.searchParams.get('expires') ?? '',
+        SIGNATURE: signed.searchParams.get('signature') ?? '',
+        API_KEY_ID: key.id,
+        WEBHOOK_ID: webhook.id,
+        // No delivery is made here (no dispatcher runs): redeliver is answered for an unknown one (below).
+        DELIVERY_ID: deliveries.data[0]?.id ?? 'whd_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a99',
+        BOT_ID: bot.id,
+        WORKFLOW_ID: workflow.id,
+        Q: 'Hello',
+        UNTIL: new Date(Date.now() + 86_400_000).toISOString(),
+        FROM: new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10),
+        TO: new Date().toISOString().slice(0, 10),
+        STRIPE_SIGNATURE: 't=1,v1=0',
+        VISITOR_CONVERSATION_ID: visitorConversation.id,
+      },
+    };
+  }
+
+  /** What an operation's samples need beyond the shared fixture: its own credentials, or an object in the right state. */
+  async function varsFor(opId: string, f: { vars: Vars; tenant: TestTenant }): Promise<Vars> {
+    const v = f.vars;
+    const token = v.TOKEN!;
+    const fresh = async () => (await call('POST', '/v1/conversations', { token, body: { visitor_id: await createVisitor(f.tenant) } })).id as string;
+    const freshLogin = async () => (await call('POST', '/v1/auth/login', { body: { email: v.EMAIL, password: PASSWORD } })).refresh_token as string;
+    switch (opId) {
+      case 'register':
+        return { EMAIL: uniqueEmail('sample') };
+      case 'refreshToken':
+      case 'logout':
+        return { REFRESH_TOKEN: await freshLogin() };
+      case 'verifyEmail': {
+        const other = await register();
+        return { MAIL_TOKEN: mailToken(other.owner.email) };
+      }
+      case 'resetPassword': {
+        const other = await register();
+        await call('POST', '/v1/auth/forgot-password', { body: { email: other.owner.email } });
+        return { MAIL_TOKEN: mailToken(other.owner.email), PASSWORD: 'a new password 123' };
+      }
+      case 'acceptInvitation': {
+        const email = uniqueEmail('invited');
+        await call('POST', `/v1/tenants/${v.TENANT_ID}/members`, { token, body: { email, role: 'agent' } });
+        return { MAIL_TOKEN: mailToken(email) };
+      }
+      case 'addTenantMember':
+        return { EMAIL: uniqueEmail('member') };
+      case 'updateWidget':
+      case 'rotateWidgetSecret':
+        // Its example may require a verified identity: the visitors' samples keep the fixture's widget.
+        return { WIDGET_ID: (await call('POST', '/v1/widgets', { token, body: { name: 'Another' } })).id };
+      case 'updateConversation':
+      case 'assignConversation':
+      case 'transferConversation':
+      case 'closeConversation':
+      case 'handoffConversation':
+      case 'snoozeConversation':
+        return { CONVERSATION_ID: await fresh() };
+      case 'reopenConversation':
+      case 'unsnoozeConversation': {
+        const id = await fresh();
+        await call('POST', `/v1/conversations/${id}/${opId === 'reopenConversation' ? 'close' : 'snooze'}`, { token, body: opId === 'reopenConversation' ? undefined : { until: new Date(Date.now() + 3_600_000).toISOString() } });
+        return { CONVERSATION_ID: id };
+      }
+      case 'listWidgetMessages':
+      case 'sendWidgetMessage':
+      case 'uploadWidgetFile':
+        return { CONVERSATION_ID: v.VISITOR_CONVERSATION_ID! };
+      case 'answerSurvey': {
+        const { id } = await call('POST', '/v1/widget/conversations', { token: v.VISITOR_TOKEN, headers: { Origin: ORIGIN }, body: { content: 'A question' } });
+        await call('POST', `/v1/conversations/${id}/close`, { token });
+        return { CONVERSATION_ID: id };
+      }
+      case 'getWidgetFile': {
+        const form = new FormData();
+        form.append('conversation_id', v.VISITOR_CONVERSATION_ID!);
+        form.append('file', new Blob([PNG], { type: 'image/png' }), 'photo.png');
+        const res = await fetch(`${api}/v1/widget/files`, { method: 'POST', headers: { Authorization: `Bearer ${v.VISITOR_TOKEN}`, Origin: ORIGIN }, body: form });
+        const file = (await res.json()) as { id: string };
+        if (!res.ok) throw new Error(`widget upload: ${JSON.stringify(file)}`);
+        return { FILE_ID: file.id };
+      }
+      default:
+        return {};
+    }
+  }
+
+  interface Answer {
+    status: number;
+    type: string;
+    body: string;
+  }
+
+  async function runCurl(sample: CodeSample, vars: Vars): Promise<Answer> {
+    // The sample as written, in bash, with its variables in the environment; a wrapper adds the status line.
+    const script = `curl() { command curl -w '\\n__STATUS__ %{http_code} %{content_type}' "$@"; }\n${sample.source}\n`;
+    const { stdout } = await run('bash', ['-c', script], { cwd: dir, env: { PATH: process.env.PATH, HOME: dir, ...vars }, maxBuffer: 10 * 1024 * 1024 });
+    const at = stdout.lastIndexOf('__STATUS__ ');
+    const [status, type = ''] = stdout.slice(at + '__STATUS__ '.length).trim().split(' ');
+    return { status: Number(status), type, body: stdout.slice(0, at) };
+  }
+
+  let moduleCount = 0;
+  async function runTypeScript(sample: CodeSample, vars: Vars): Promise<unknown> {
+    const declarations = variablesOf(sample).map((name) => `const ${name} = ${JSON.stringify(vars[name])};`).join('\n');
+    const source = sample.source.replace(`from '@customer-chat/client'`, `from ${JSON.stringify(CLIENT)}`).replace(/^console\.log\(answer\);$/m, 'export { answer };');
+    const file = join(dir, `sample-${moduleCount++}.ts`);
+    await writeFile(file, `${declarations}\n${source}\n`);
+    return ((await import(pathToFileURL(file).href)) as { answer: unknown }).answer;
+  }
+
+  /** The declared answer of a status: its media types. */
+  function declared(ref: OperationRef, status: number): string[] | undefined {
+    const response = ref.operation.responses[String(status)];
+    if (!response) return undefined;
+    const resolved = response.$ref ? document.components.responses[response.$ref.split('/').pop()] : response;
+    return Object.keys(resolved.content ?? {});
+  }
+
+  /**
+   * The order the samples run in, on one tenant: everything but deletions in the contract's order, then the
+   * deletions last to first (a label off a conversation before the label goes, a domain before its widget).
+   */
+  const ordered = (refs: OperationRef[]) => [...refs.filter((r) => r.method !== 'delete'), ...refs.filter((r) => r.method === 'delete').reverse()];
+
+  for (const lang of ['curl', 'TypeScript'] as const) {
+    it(`every operation's ${lang} sample answers what the contract promises`, async () => {
+      const f = await fixture();
+      const failures: string[] = [];
+      let ran = 0;
+      for (const ref of ordered(operationsOf(document))) {
+        const opId = ref.operation.operationId as string;
+        const sample = codeSamples(document, ref).find((s) => s.lang === lang)!;
+        const vars = { ...f.vars, ...(await varsFor(opId, f).catch((e: Error) => ({ __error: e.message }) as Vars)) };
+        if (vars.__error) {
+          failures.push(`${opId}: its fixture: ${vars.__error}`);
+          continue;
+        }
+        const missing = variablesOf(sample).filter((name) => vars[name] === undefined || vars[name] === '');
+        if (missing.length) {
+          failures.push(`${opId}: no value for ${missing.join(', ')}`);
+          continue;
+        }
+        const expected = EXPECTED_OTHERWISE[opId];
+        try {
+          if (lang === 'curl') {
+            const answer = await runCurl(sample, vars);
+            if (expected) {
+              if (answer.status !== expected.status || !answer.body.includes(expected.code)) failures.push(`${opId}: ${answer.status} ${answer.body.slice(0, 200)}`);
+            } else if (!(answer.status >= 200 && answer.status < 300) || !declared(ref, answer.status)) {
+              failures.push(`${opId}: ${answer.status} ${answer.body.slice(0, 300)}`);
+            } else if (!(declared(ref, answer.status) ?? []).some((t) => t === '*/*' || answer.type.startsWith(t))) {
+              failures.push(`${opId}: ${answer.type} is not what ${answer.status} declares`);
+            }
+          } else {
+            try {
+              const answer = await runTypeScript(sample, vars);
+              if (expected) failures.push(`${opId}: answered, where ${expected.code} was expected`);
+              else if (answer === undefined) failures.push(`${opId}: no answer`);
+            } catch (error) {
+              const e = error as { code?: string; status?: number; message?: string };
+              if (!expected || e.code !== expected.code || e.status !== expected.status) failures.push(`${opId}: ${e.message ?? String(error)}`);
+            }
+          }
+          ran++;
+        } catch (error) {
+          failures.push(`${opId}: ${(error as Error).message.slice(0, 300)}`);
+        }
+      }
+      expect(failures, `samples that did not run as the contract says (${ran} ran)`).to.deep.equal([]);
+      expect(ran).to.equal(operationsOf(document).length);
+    });
+  }
+
+  it('the getting-started page\'s steps, run in order as the page writes them, end with the socket receiving the agent\'s message', async () => {
+    const page = await readFile(join(import.meta.dirname, '..', '..', 'docs', 'getting-started.md'), 'utf8');
+    const steps = [...page.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    expect(steps.length).to.be.at.least(7);
+    const source = steps
+      .join('\n')
+      .replace(`from '@customer-chat/client'`, `from ${JSON.stringify(CLIENT)}`)
+      .replace(/console\.log\('received over the socket:', (.*)\);/, 'export const received = $1;');
+    expect(source, 'the last step hands over what the socket received').to.include('export const received');
+    const file = join(dir, 'getting-started.ts');
+    await writeFile(file, source);
+    process.env.CHAT_API = api;
+    try {
+      const { received } = (await import(pathToFileURL(file).href)) as { received: string };
+      expect(received).to.equal('We do: two to four days.');
+    } finally {
+      delete process.env.CHAT_API;
+    }
+  });
+});
