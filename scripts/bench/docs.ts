@@ -52,6 +52,11 @@ const GOALS: Goal[] = [
   { what: 'the team app\'s first conversation list shown, to the end of the API call that feeds it (same load)', benches: ['app'], figure: 'first_load.shown_of_api', target: { at: 'most', value: 1.5 }, unit: 'times', command: 'npm run bench:app' },
   { what: 'the tab\'s JS heap, scrolling 10,000 conversations and a 5,000-message thread to their ends (150 MB)', benches: ['app'], figure: 'scroll.heap_peak_mib', target: { at: 'most', value: 143 }, unit: 'MiB', command: 'npm run bench:app' },
   { what: 'a visitor\'s message in the agent\'s inbox DOM, p99, to a plain socket client\'s delivery (same messages)', benches: ['app'], figure: 'delivery.dom_of_ws_p99', target: { at: 'most', value: 1.2 }, unit: 'times', command: 'npm run bench:app' },
+  { what: 'reports: the 30-day summary, p99, a tenant seeded towards 1,000,000 conversations (the results say the scale reached)', benches: ['reports'], figure: 'summary_30d.p99_ms', target: { at: 'most', value: 200 }, unit: 'ms', command: 'npm run bench:reports' },
+  { what: 'reports: the 30-day daily series, p99, same tenant', benches: ['reports'], figure: 'series_30d_daily.p99_ms', target: { at: 'most', value: 200 }, unit: 'ms', command: 'npm run bench:reports' },
+  { what: 'search for an order number, p99, same tenant (towards 10,000,000 messages)', benches: ['reports'], figure: 'search_order_number.p99_ms', target: { at: 'most', value: 300 }, unit: 'ms', command: 'npm run bench:reports' },
+  { what: 'what writing report facts costs message sends, facts on to off in the same run', benches: ['reports'], figure: 'writes.send_cost_of_facts', target: { at: 'most', value: 0.1 }, unit: 'share', command: 'npm run bench:reports' },
+  { what: 'what writing report facts costs closes, facts on to off in the same run', benches: ['reports'], figure: 'writes.close_cost_of_facts', target: { at: 'most', value: 0.1 }, unit: 'share', command: 'npm run bench:reports' },
 ];
 
 const BENCHMARKS: { command: string; measures: string }[] = [
@@ -71,6 +76,7 @@ const BENCHMARKS: { command: string; measures: string }[] = [
   { command: 'bench:app', measures: 'the team app in chromium against the service on PostgreSQL (`DATABASE_URL`), a tenant of 10,000 conversations and a 5,000-message thread seeded with SQL: the first load\'s JavaScript and the time its list shows beside its API call\'s end, the JS heap while scrolling the list and the thread to their ends, and a visitor\'s message in the inbox DOM beside a plain socket client, over `BENCH_RUNS` (at least 5) runs of `BENCH_MESSAGES` (at least 100)' },
   { command: 'bench:probe', measures: 'the service alone, one endpoint at a time (`PROBE_ENDPOINTS`): req/s and CPU per request, with any setting switched by `PROBE_ENV` and, on PostgreSQL, `PROBE_SEED=n` conversations' },
   { command: 'bench:reference', measures: 'the API reference (Redoc, rendered on the server) beside the Swagger UI page it replaced, served by one process: the first operation\'s link opened in a fresh chromium context, the time until its summary is visible (from the request, recorded by the page), and the script received on the wire; old and new alternating (`BENCH_RUNS`, default 7), medians' },
+  { command: 'bench:reports', measures: 'a tenant seeded with SQL for `BENCH_SEED_SECONDS` (default 600) towards 1,000,000 conversations and 10,000,000 messages, newest first, so the last 30 days have the density of the full tenant: the 30-day summary and daily series (per-day rollups), the same from the facts, and searches, p50 and p99; then sends and closes with report facts on and off in turns (`DATABASE_URL`, a database of its own)' },
   { command: 'bench:compare a.json b.json', measures: 'the change of every figure between two results files (the newest run of each)' },
 ];
 
