@@ -44,6 +44,7 @@ function concretePath(path: string, fx: Fixture): string {
     path.replace(/\{(\w+)\}/g, (_m, name: string) => {
       if (name === 'userId') return fx.targetUserId;
       if (name === 'delivery_id') return newId('webhookDelivery');
+      if (name === 'label_id' || refs.includes('LabelIdPath')) return newId('label');
       if (refs.includes('TenantIdPath')) return fx.tenant.tenantId;
       if (refs.includes('DepartmentIdPath')) return newUuid();
       if (refs.includes('ApiKeyIdPath')) return newId('apiKey');
