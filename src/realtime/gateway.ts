@@ -152,6 +152,10 @@ export class RealtimeGateway {
 
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Node hands the socket over without an 'error' listener: a client (or the balancer) resetting it
+      // while the upgrade is authenticated or refused (an instance draining after SIGTERM) would end the
+      // process on an unhandled ECONNRESET. ws adds its own once the upgrade completes.
+      socket.on('error', () => undefined);
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (url.pathname !== WS_PATH) return refuseUpgrade(socket, new AppError('ERR_NOT_FOUND', 'No such route'));
       authenticateUpgrade(this.#deps, req, url).then(
