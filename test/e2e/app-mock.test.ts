@@ -139,6 +139,13 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('button', { name: /^Manage/ }).first().click();
     await page.getByRole('region', { name: 'Delivery log' }).waitFor(WAIT);
+    // A stored workflow and a stored bot open in their forms, every condition and action of the examples in its fields.
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Workflows' }).click();
+    await page.getByRole('button', { name: /^Edit / }).first().click();
+    await page.getByRole('form', { name: /^Edit / }).getByRole('group', { name: 'Action 1' }).waitFor(WAIT);
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Bots' }).click();
+    await page.getByRole('button', { name: /^Settings of / }).first().click();
+    await page.getByRole('form', { name: /^Settings of / }).getByRole('button', { name: 'Save bot' }).waitFor(WAIT);
     expect(errors).to.deep.equal([]);
   });
 });

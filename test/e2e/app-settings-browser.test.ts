@@ -1,5 +1,6 @@
 import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
+import request from 'supertest';
 import type { Locator, Page } from 'playwright-core';
 import { openBrowser, type Browsing } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
@@ -72,8 +73,11 @@ describe('the team app: settings in a browser', function () {
     await shootBoth(page, `settings-${shot}`, { docs: true });
   }
 
-  /** The finding shown beside the field labelled `label`. */
-  const findingOf = (scope: Page | Locator, label: string) => scope.locator('.field', { has: scope.getByLabel(label, { exact: true }) }).locator('.field-error');
+  /** The finding shown beside the field labelled `label` (in `scope`: a form, a group of fields). */
+  const findingOf = (scope: Page | Locator, label: string) => {
+    const page = 'goto' in scope ? scope : scope.page();
+    return scope.locator('.field', { has: page.getByLabel(label, { exact: true }) }).locator('.field-error');
+  };
   /** Only the refused inputs' 400s (and the 409 of a refused action) may show in the console. */
   const unexpected = (errors: string[]) => errors.filter((e) => !/status of (400|409)/.test(e));
 
@@ -235,34 +239,154 @@ describe('the team app: settings in a browser', function () {
     expect(unexpected(errors)).to.deep.equal([]);
   });
 
-  it('workflows, bots and billing: each screen renders and takes its form; a self-hosted plan says so', async () => {
+  it('workflows: two conditions and two actions (a label among them) made through the form, a condition refused beside its field, changed, turned off and on, deleted', async () => {
     const t = await createTenant();
+    const vip = (await as(t).post('/api/v1/labels').send({ name: 'vip', color: '#ff7f0e' }).expect(201)).body as { id: string };
     const { page, errors } = await signedIn(t.owner.email);
     await page.goto(`${api}/app/settings/workflows`);
     await page.getByRole('heading', { level: 1, name: 'Workflows' }).waitFor(WAIT);
+    const form = page.getByRole('form', { name: 'New workflow' });
+    await form.getByLabel('Workflow name').fill('Urgent refunds');
+    await form.getByRole('button', { name: 'Add a condition' }).click();
+    const first = form.getByRole('group', { name: 'Condition 1' });
+    await first.getByLabel('Field', { exact: true }).selectOption('message.content');
+    await first.getByLabel('Operator').selectOption('contains');
+    await first.getByLabel('Value', { exact: true }).fill('refund');
+    await form.getByRole('button', { name: 'Add a condition' }).click();
+    const second = form.getByRole('group', { name: 'Condition 2' });
+    await second.getByLabel('Field', { exact: true }).selectOption('conversation.priority');
+    await second.getByLabel('Operator').selectOption('in');
+    await second.getByRole('checkbox', { name: 'high' }).check();
+    await second.getByRole('checkbox', { name: 'urgent' }).check();
+    await form.getByRole('group', { name: 'Action 1' }).getByLabel('Message').fill('A specialist will answer shortly.');
+    await form.getByRole('button', { name: 'Add an action' }).click();
+    const labelAction = form.getByRole('group', { name: 'Action 2' });
+    await labelAction.getByLabel('Do', { exact: true }).selectOption('add_label');
+    await labelAction.getByLabel('Label', { exact: true }).selectOption({ label: 'vip' });
     await screen(page, 'Workflows', 'workflows');
-    await page.getByLabel('Workflow name').fill('Greet');
-    await page.getByLabel('Message').fill('Thanks, we will be right with you.');
-    await page.getByRole('button', { name: 'Add workflow' }).click();
-    const flow = page.getByRole('listitem', { name: 'Greet' });
-    await flow.getByRole('button', { name: 'Turn off Greet' }).click();
-    await flow.getByRole('button', { name: 'Turn on Greet' }).waitFor(WAIT);
-    await flow.getByRole('button', { name: 'Runs of Greet' }).click();
-    await flow.getByText('No runs yet.').waitFor(WAIT);
-    await flow.getByRole('button', { name: 'Delete Greet' }).click();
-    await flow.waitFor({ state: 'detached', ...WAIT });
 
+    // A message field needs the message.created trigger: the service says so beside the first condition's field.
+    await form.getByRole('button', { name: 'Add workflow' }).click();
+    await findingOf(first, 'Field').filter({ hasText: 'message fields need the message.created trigger' }).waitFor(WAIT);
+    await form.getByLabel('When').selectOption('message.created');
+    await form.getByRole('button', { name: 'Add workflow' }).click();
+    const flow = page.getByRole('listitem', { name: 'Urgent refunds' });
+    await flow.getByText("If Message's text contains refund and Priority is one of high, urgent → Send a message to the visitor, then Add a label vip").waitFor(WAIT);
+    await form.getByRole('group', { name: 'Condition 1' }).waitFor({ state: 'detached', ...WAIT });
+    expect(await form.getByLabel('Workflow name').inputValue()).to.equal('');
+    const made = await workflowsOf(t);
+    expect(made).to.have.length(1);
+    expect(made[0]).to.deep.include({
+      name: 'Urgent refunds',
+      trigger: { type: 'message.created' },
+      conditions: [
+        { field: 'message.content', operator: 'contains', value: 'refund' },
+        { field: 'conversation.priority', operator: 'in', value: ['high', 'urgent'] },
+      ],
+      actions: [
+        { type: 'send_message', content: 'A specialist will answer shortly.' },
+        { type: 'add_label', label_id: vip.id },
+      ],
+    });
+
+    // Changed: renamed, the first condition now about labels, the second removed, a third action moved first.
+    await flow.getByRole('button', { name: 'Edit Urgent refunds' }).click();
+    const edit = flow.getByRole('form', { name: 'Edit Urgent refunds' });
+    await edit.getByLabel('Workflow name').fill('Refunds of non-VIPs');
+    const labelled = edit.getByRole('group', { name: 'Condition 1' });
+    await labelled.getByLabel('Field', { exact: true }).selectOption('conversation.labels');
+    await labelled.getByLabel('Operator').selectOption('not_contains');
+    await labelled.getByLabel('Value', { exact: true }).selectOption({ label: 'vip' });
+    await edit.getByRole('button', { name: 'Remove condition 2' }).click();
+    await edit.getByRole('button', { name: 'Add an action' }).click();
+    const third = edit.getByRole('group', { name: 'Action 3' });
+    await third.getByLabel('Do', { exact: true }).selectOption('set_priority');
+    await third.getByLabel('Priority').selectOption('urgent');
+    await edit.getByRole('button', { name: 'Move action 3 up' }).click();
+    await edit.getByRole('button', { name: 'Move action 2 up' }).click();
+    await edit.getByRole('button', { name: 'Save workflow' }).click();
+    const changed = page.getByRole('listitem', { name: 'Refunds of non-VIPs' });
+    await changed.getByText('If Labels does not contain vip → Set the priority to urgent, then Send a message to the visitor, then Add a label vip').waitFor(WAIT);
+    expect((await workflowsOf(t))[0]).to.deep.include({
+      conditions: [{ field: 'conversation.labels', operator: 'not_contains', value: vip.id }],
+      actions: [
+        { type: 'set_priority', priority: 'urgent' },
+        { type: 'send_message', content: 'A specialist will answer shortly.' },
+        { type: 'add_label', label_id: vip.id },
+      ],
+    });
+
+    await changed.getByRole('button', { name: 'Turn off Refunds of non-VIPs' }).click();
+    await changed.getByRole('button', { name: 'Turn on Refunds of non-VIPs' }).waitFor(WAIT);
+    await changed.getByRole('button', { name: 'Runs of Refunds of non-VIPs' }).click();
+    await changed.getByText('No runs yet.').waitFor(WAIT);
+    await changed.getByRole('button', { name: 'Delete Refunds of non-VIPs' }).click();
+    await changed.waitFor({ state: 'detached', ...WAIT });
+    expect(await workflowsOf(t)).to.deep.equal([]);
+    expect(unexpected(errors)).to.deep.equal([]);
+  });
+
+  it("bots: an faq bot's settings changed through its form (a refused avatar URL said beside its field), a widget handing it its conversations; an llm bot's model changed; a webhook bot's key shown once; billing says self-hosted", async () => {
+    const t = await createTenant();
+    const widget = (await as(t).post('/api/v1/widgets').send({ name: 'Shop' }).expect(201)).body as { id: string };
+    const billing = (await as(t).post('/api/v1/departments').send({ name: 'Billing' }).expect(201)).body as { id: string };
+    const { page, errors } = await signedIn(t.owner.email);
+    await page.goto(`${api}/app/settings/bots`);
+    await page.getByRole('heading', { level: 1, name: 'Bots' }).waitFor(WAIT);
+    const form = page.getByRole('form', { name: 'New bot' });
+    await form.getByLabel('Bot name').fill('Helpdesk');
+    await form.getByRole('button', { name: 'Add bot' }).click();
+    const faq = page.getByRole('listitem', { name: 'Helpdesk' });
+    await faq.getByRole('button', { name: 'Settings of Helpdesk' }).click();
+    const settings = faq.getByRole('form', { name: 'Settings of Helpdesk' });
+    await settings.getByLabel('Bot name').fill('Help desk');
+    await settings.getByLabel('Avatar URL').fill('ftp://example.com/helpdesk.png');
+    await settings.getByLabel('Hand over to').selectOption({ label: 'Billing' });
     await screen(page, 'Bots', 'bots');
-    await page.getByLabel('Bot name').fill('Helper');
-    await page.getByLabel('Kind').selectOption('webhook');
-    await page.getByLabel('Webhook URL').fill('http://127.0.0.1:9/bot');
-    await page.getByRole('button', { name: 'Add bot' }).click();
+    await settings.getByRole('button', { name: 'Save bot' }).click();
+    await findingOf(settings, 'Avatar URL').filter({ hasText: 'must be an http:// or https:// URL' }).waitFor(WAIT);
+    await settings.getByLabel('Avatar URL').fill('https://example.com/helpdesk.png');
+    await settings.getByRole('button', { name: 'Save bot' }).click();
+    const renamed = page.getByRole('listitem', { name: 'Help desk' });
+    await renamed.waitFor(WAIT);
+    const [stored] = await botsOf(t);
+    expect(stored).to.deep.include({ name: 'Help desk', kind: 'faq', avatar_url: 'https://example.com/helpdesk.png', handoff_department_id: billing.id });
+
+    // The widget hands its new conversations to the bot, ticked on the bot's card.
+    await renamed.getByRole('group', { name: 'Widgets that hand their conversations to Help desk' }).getByRole('checkbox', { name: 'Shop' }).check();
+    await eventually(async () => (await as(t).get(`/api/v1/widgets/${widget.id}`).expect(200)).body.settings.bot_id === stored!.id, 'the widget to hand over to the bot');
+    await renamed.getByRole('checkbox', { name: 'Shop' }).and(page.locator(':checked')).waitFor(WAIT);
+    await renamed.getByRole('button', { name: 'Turn off Help desk' }).click();
+    await renamed.getByRole('button', { name: 'Turn on Help desk' }).waitFor(WAIT);
+
+    // An llm bot: made with its model, then another model and a system prompt; the key stays stored.
+    await form.getByLabel('Bot name').fill('Writer');
+    await form.getByLabel('Kind').selectOption('llm');
+    await form.getByLabel('API base URL').fill('https://llm.example.com/v1');
+    await form.getByLabel('Model', { exact: true }).fill('small');
+    await form.getByLabel('API key of the model').fill('sk-test');
+    await form.getByRole('button', { name: 'Add bot' }).click();
+    const llm = page.getByRole('listitem', { name: 'Writer' });
+    await llm.getByText('Model small at https://llm.example.com/v1').waitFor(WAIT);
+    await llm.getByRole('button', { name: 'Settings of Writer' }).click();
+    const llmSettings = llm.getByRole('form', { name: 'Settings of Writer' });
+    await llmSettings.getByLabel('Model', { exact: true }).fill('large');
+    await llmSettings.getByLabel('System prompt').fill('Be brief.');
+    await llmSettings.getByRole('button', { name: 'Save bot' }).click();
+    await llm.getByText('Model large at https://llm.example.com/v1').waitFor(WAIT);
+    expect((await botsOf(t)).find((b) => b.name === 'Writer')?.llm).to.deep.include({ model: 'large', system_prompt: 'Be brief.', api_key_set: true });
+
+    await form.getByLabel('Bot name').fill('Helper');
+    await form.getByLabel('Kind').selectOption('webhook');
+    await form.getByLabel('Webhook URL').fill('http://127.0.0.1:9/bot');
+    await form.getByRole('button', { name: 'Add bot' }).click();
     await page.getByText('API key of Helper.', { exact: true }).waitFor(WAIT);
     const bot = page.getByRole('listitem', { name: 'Helper' });
-    await bot.getByRole('button', { name: 'Turn off Helper' }).click();
-    await bot.getByRole('button', { name: 'Turn on Helper' }).waitFor(WAIT);
-    await bot.getByRole('button', { name: 'Delete Helper' }).click();
-    await bot.waitFor({ state: 'detached', ...WAIT });
+    for (const gone of [bot, llm, renamed]) {
+      await gone.getByRole('button', { name: /^Delete / }).click();
+      await gone.waitFor({ state: 'detached', ...WAIT });
+    }
+    expect(await botsOf(t)).to.deep.equal([]);
 
     await screen(page, 'Billing', 'billing');
     await page.getByText('self-hosted without a payment provider').waitFor(WAIT);
@@ -285,6 +409,14 @@ describe('the team app: settings in a browser', function () {
     }
     expect(unexpected(errors)).to.deep.equal([]);
   });
+
+  /** The API as the tenant's owner, for what the screens under test do not make (labels, widgets) and for checking what they stored. */
+  function as(t: TestTenant) {
+    const auth = { Authorization: `Bearer ${t.owner.accessToken}` };
+    return { get: (path: string) => request(rt.app).get(path).set(auth), post: (path: string) => request(rt.app).post(path).set(auth) };
+  }
+  const workflowsOf = async (t: TestTenant) => (await as(t).get('/api/v1/workflows').expect(200)).body.data as Record<string, unknown>[];
+  const botsOf = async (t: TestTenant) => (await as(t).get('/api/v1/bots').expect(200)).body.data as { id: string; name: string; llm: Record<string, unknown> | null }[];
 
   async function memberOf(t: TestTenant, userId: string) {
     const h = await getHarness();

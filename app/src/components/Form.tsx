@@ -86,6 +86,22 @@ export function SelectField({ label, name, error, hint, nested, children, ...inp
 }
 
 /**
+ * The findings about a group of fields (`conditions.0`, a fieldset of one condition) that none of its
+ * own fields (`shown`, each with what lies under it) shows: a finding about the whole item, or about a
+ * part the form has no field for.
+ */
+export function GroupFinding({ error, name, shown }: { error: unknown; name: string; shown: string[] }) {
+  const under = (key: string, field: string) => key === field || key.startsWith(`${field}.`);
+  const rest = [...fieldErrors(error)].filter(([key]) => under(key, name) && !shown.some((field) => under(key, field)));
+  if (rest.length === 0) return null;
+  return (
+    <p className="error field-error" role="alert">
+      {rest.map(([key, message]) => (key === name ? message : `${key.slice(name.length + 1).replaceAll('.', ' ')}: ${message}`)).join('; ')}
+    </p>
+  );
+}
+
+/**
  * What a form's fields do not show: the error in words, unless every finding it carries sits beside one
  * of the `fields` this form has.
  */

@@ -190,7 +190,10 @@ function Deliveries({ webhookId }: { webhookId: string }) {
             {rows.map((d) => (
               <tr key={d.id} data-status={d.status}>
                 <td>{d.event_type}</td>
-                <td>{d.status}</td>
+                <td>
+                  {d.status}
+                  {d.status === 'pending' && d.next_attempt_at && <span className="muted"> (next try {when(d.next_attempt_at)})</span>}
+                </td>
                 <td>{d.last_status_code ? `HTTP ${d.last_status_code}` : (d.last_error ?? '—')}</td>
                 <td>{d.attempts}</td>
                 <td>{when(d.created_at)}</td>

@@ -1,157 +1,98 @@
 import { useQuery } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
-import { Field, FormError, SelectField } from '../../../components/Form.tsx';
+import { useState } from 'react';
+import { FormError, ShownOnce } from '../../../components/Form.tsx';
 import { $api, fetchClient, type Schemas } from '../../../lib/api.ts';
 import { useAction, when } from '../api.ts';
+import { ACTIONS, describeCondition, newWorkflow, TRIGGERS, workflowDraft } from '../workflows.ts';
+import { useChoices, WorkflowForm } from './WorkflowForm.tsx';
 
 const FLOWS = '/v1/workflows';
-type Trigger = Schemas['WorkflowTrigger']['type'];
-type ActionType = Schemas['WorkflowAction']['type'];
-const TRIGGERS: Record<Trigger, string> = {
-  'conversation.created': 'A conversation starts',
-  'message.created': 'A message is written',
-  'conversation.idle': 'A conversation waits without an answer',
-  'conversation.closed': 'A conversation is closed',
-};
-const FIELDS = ['conversation.widget_id', 'conversation.department_id', 'conversation.priority', 'conversation.status', 'conversation.assigned', 'conversation.business_hours', 'contact.email', 'message.content', 'message.sender_type'];
-const OPERATORS: Schemas['WorkflowConditionOperator'][] = ['equals', 'not_equals', 'contains', 'not_contains', 'is_set', 'is_not_set'];
-const ACTIONS: Partial<Record<ActionType, string>> = {
-  send_message: 'Send a message to the visitor',
-  set_priority: 'Set the priority',
-  transfer: 'Transfer to a department',
-  close: 'Close the conversation',
-  send_transcript: 'Mail the transcript',
-};
-
-function actionOf(type: ActionType, value: string): Schemas['WorkflowAction'] {
-  switch (type) {
-    case 'send_message':
-      return { type, content: value };
-    case 'set_priority':
-      return { type, priority: value as Schemas['Priority'] };
-    case 'transfer':
-      return { type, department_id: value };
-    case 'send_transcript':
-      return value ? { type, to: value } : { type };
-    default:
-      return { type: 'close' };
-  }
-}
 
 export default function WorkflowsSettings() {
   const flows = useQuery($api.queryOptions('get', FLOWS, { params: { query: { limit: 100 } } }));
-  const departments = useQuery($api.queryOptions('get', '/v1/departments', { params: { query: { limit: 100 } } }));
-  const [trigger, setTrigger] = useState<Trigger>('conversation.created');
-  const [action, setAction] = useState<ActionType>('send_message');
-  const create = useAction((body: Schemas['WorkflowCreate']) => fetchClient.POST(FLOWS, { body }), [FLOWS]);
-  const submit = (e: FormEvent<HTMLFormElement>) => {
-    e.preventDefault();
-    const form = e.currentTarget;
-    const d = new FormData(form);
-    const text = (k: string) => String(d.get(k) ?? '').trim();
-    const field = text('condition_field');
-    const operator = text('condition_operator') as Schemas['WorkflowConditionOperator'];
-    const value = text('condition_value');
-    const conditions: Schemas['WorkflowCondition'][] = field ? [{ field, operator, ...(operator.startsWith('is_') ? {} : { value }) }] : [];
-    const t: Schemas['WorkflowTrigger'] = trigger === 'conversation.idle' ? { type: trigger, minutes: Number(text('minutes')) } : { type: trigger };
-    create.mutate({ name: text('name'), trigger: t, conditions, actions: [actionOf(action, text('action_value'))] }, { onSuccess: () => form.reset() });
-  };
+  const [secret, setSecret] = useState<{ label: string; value: string }>();
+  const create = useAction((body: Schemas['WorkflowCreate']) => fetchClient.POST(FLOWS, { body }), [FLOWS], (w) => {
+    // The secret signs the posts of webhook actions; it is worth showing only to a workflow that has one.
+    if (w.actions.some((a) => a.type === 'webhook')) setSecret({ label: `Signing secret of ${w.name}.`, value: w.secret });
+  });
   return (
     <>
-      <p className="muted">When something happens, and the conditions hold, the actions run: an automatic answer, a priority, a transfer.</p>
-      <form onSubmit={submit} noValidate className="stack" aria-label="New workflow">
-        <Field label="Workflow name" name="name" required maxLength={200} error={create.error} />
-        <SelectField label="When" name="trigger.type" value={trigger} onChange={(e) => setTrigger(e.target.value as Trigger)} error={create.error} nested>
-          {Object.entries(TRIGGERS).map(([k, label]) => (
-            <option key={k} value={k}>
-              {label}
-            </option>
-          ))}
-        </SelectField>
-        {trigger === 'conversation.idle' && <Field label="Minutes without an answer" name="trigger.minutes" type="number" min={1} max={10080} defaultValue={15} error={create.error} />}
-        <fieldset>
-          <legend>Only if (optional)</legend>
-          <SelectField label="Field" name="condition_field" defaultValue="" error={create.error}>
-            <option value="">Always</option>
-            {FIELDS.map((f) => (
-              <option key={f} value={f}>
-                {f}
-              </option>
-            ))}
-          </SelectField>
-          <SelectField label="Operator" name="condition_operator" defaultValue="equals" error={create.error}>
-            {OPERATORS.map((o) => (
-              <option key={o} value={o}>
-                {o.replaceAll('_', ' ')}
-              </option>
-            ))}
-          </SelectField>
-          <Field label="Value" name="condition_value" error={create.error} />
-        </fieldset>
-        <SelectField label="Then" name="actions" value={action} onChange={(e) => setAction(e.target.value as ActionType)} error={create.error} nested>
-          {Object.entries(ACTIONS).map(([k, label]) => (
-            <option key={k} value={k}>
-              {label}
-            </option>
-          ))}
-        </SelectField>
-        {action === 'send_message' && <Field label="Message" name="action_value" required error={create.error} />}
-        {action === 'set_priority' && (
-          <SelectField label="Priority" name="action_value" defaultValue="high" error={create.error}>
-            {['low', 'normal', 'high', 'urgent'].map((p) => (
-              <option key={p}>{p}</option>
-            ))}
-          </SelectField>
-        )}
-        {action === 'transfer' && (
-          <SelectField label="Department" name="action_value" error={create.error}>
-            {(departments.data?.data ?? []).map((dep) => (
-              <option key={dep.id} value={dep.id}>
-                {dep.name}
-              </option>
-            ))}
-          </SelectField>
-        )}
-        {action === 'send_transcript' && <Field label="To (empty: the visitor)" name="action_value" type="email" error={create.error} />}
-        <FormError error={create.error} fields={['name', 'trigger', 'actions', 'conditions']} />
-        <button type="submit" className="primary" disabled={create.isPending}>
-          Add workflow
-        </button>
-      </form>
+      <p className="muted">When something happens, and the conditions hold, the actions run: an automatic answer, a priority, a label, a transfer.</p>
+      {secret && <ShownOnce label={secret.label} value={secret.value} onDone={() => setSecret(undefined)} />}
+      <WorkflowForm
+        initial={newWorkflow()}
+        blank={newWorkflow}
+        label="New workflow"
+        submitLabel="Add workflow"
+        error={create.error}
+        pending={create.isPending}
+        onSubmit={(body, done) => create.mutate(body, { onSuccess: done })}
+      />
       <ul className="cards">
         {(flows.data?.data ?? []).map((w) => (
-          <Flow key={w.id} flow={w} />
+          <Flow key={w.id} flow={w} onSecret={(value) => setSecret({ label: `New signing secret of ${w.name}.`, value })} />
         ))}
       </ul>
     </>
   );
 }
 
-function Flow({ flow: w }: { flow: Schemas['Workflow'] }) {
+function Flow({ flow: w, onSecret }: { flow: Schemas['Workflow']; onSecret: (secret: string) => void }) {
   const [runsOpen, setRunsOpen] = useState(false);
+  const [editing, setEditing] = useState(false);
+  const { nameOf } = useChoices();
   const path = { params: { path: { id: w.id } } };
   const update = useAction((body: Schemas['WorkflowUpdate']) => fetchClient.PATCH('/v1/workflows/{id}', { ...path, body }), [FLOWS]);
+  const change = useAction((body: Schemas['WorkflowUpdate']) => fetchClient.PATCH('/v1/workflows/{id}', { ...path, body }), [FLOWS], () => setEditing(false));
   const remove = useAction(() => fetchClient.DELETE('/v1/workflows/{id}', path), [FLOWS]);
+  const rotate = useAction(() => fetchClient.POST('/v1/workflows/{id}/rotate-secret', path), [], (s) => onSecret(s.secret));
+  const conditions = (w.conditions ?? []).map((c) => describeCondition(c, nameOf));
+  const actions = w.actions.map((a) => {
+    const label = ACTIONS[a.type] ?? a.type;
+    if (a.type === 'add_label' || a.type === 'remove_label') return `${label} ${nameOf('conversation.labels', a.label_id)}`;
+    if (a.type === 'transfer') return `${label} ${nameOf('conversation.department_id', a.department_id)}`;
+    if (a.type === 'set_priority') return `${label} to ${a.priority}`;
+    return label;
+  });
   return (
     <li className="card" aria-label={w.name}>
       <div className="card-head">
         <strong>{w.name}</strong> <span>{TRIGGERS[w.trigger.type]}</span> <span className={w.enabled ? 'ok' : 'warn'}>{w.enabled ? 'On' : 'Off'}</span>
       </div>
       <p className="muted">
-        {(w.conditions ?? []).map((c) => `${c.field} ${c.operator.replaceAll('_', ' ')} ${c.value ?? ''}`).join(', ') || 'Always'} → {w.actions.map((a) => ACTIONS[a.type] ?? a.type).join(', ')}
+        {conditions.length > 0 ? `If ${conditions.join(' and ')}` : 'Every time'} → {actions.join(', then ')}
       </p>
       <div className="buttons">
+        <button type="button" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+          Edit {w.name}
+        </button>
         <button type="button" onClick={() => update.mutate({ enabled: !w.enabled })}>
           {w.enabled ? 'Turn off' : 'Turn on'} {w.name}
         </button>
         <button type="button" aria-expanded={runsOpen} onClick={() => setRunsOpen(!runsOpen)}>
           Runs of {w.name}
         </button>
+        {w.actions.some((a) => a.type === 'webhook') && (
+          <button type="button" onClick={() => rotate.mutate(undefined)}>
+            New signing secret for {w.name}
+          </button>
+        )}
         <button type="button" className="danger" onClick={() => remove.mutate(undefined)}>
           Delete {w.name}
         </button>
       </div>
-      <FormError error={update.error ?? remove.error} fields={[]} />
+      <FormError error={update.error ?? remove.error ?? rotate.error} fields={[]} />
+      {editing && (
+        <WorkflowForm
+          initial={workflowDraft(w)}
+          label={`Edit ${w.name}`}
+          submitLabel="Save workflow"
+          error={change.error}
+          pending={change.isPending}
+          onSubmit={(body) => change.mutate(body)}
+          onCancel={() => setEditing(false)}
+        />
+      )}
       {runsOpen && <Runs id={w.id} />}
     </li>
   );
