@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Field, FormError, GroupFinding, SelectField, ShownOnce, TextAreaField } from '../../../components/Form.tsx';
 import { $api, fetchClient, type Schemas } from '../../../lib/api.ts';
-import { useAction } from '../api.ts';
+import { useAction, useChosen } from '../api.ts';
 
 const BOTS = '/v1/bots';
 const WIDGETS = '/v1/widgets';
@@ -219,21 +219,10 @@ function BotWidgets({ bot }: { bot: Schemas['Bot'] }) {
     ({ id, botId }: { id: string; botId: string | null }) => fetchClient.PATCH('/v1/widgets/{id}', { params: { path: { id } }, body: { settings: { bot_id: botId } } }),
     [WIDGETS],
   );
-  // The box shows the choice at once; the widget's own setting takes over again once the list is fresh.
-  const [chosen, setChosen] = useState<Record<string, string | null>>({});
+  const chosen = useChosen<string | null>();
   const choose = (id: string, botId: string | null) => {
-    setChosen((c) => ({ ...c, [id]: botId }));
-    hand.mutate(
-      { id, botId },
-      {
-        onSettled: () =>
-          setChosen((c) => {
-            const next = { ...c };
-            delete next[id];
-            return next;
-          }),
-      },
-    );
+    chosen.choose(id, botId);
+    hand.mutate({ id, botId }, { onSettled: () => chosen.settle(id) });
   };
   const list = widgets.data?.data ?? [];
   const nameOf = (id: string) => bots.data?.data.find((x) => x.id === id)?.name ?? 'another bot';
@@ -242,7 +231,7 @@ function BotWidgets({ bot }: { bot: Schemas['Bot'] }) {
       <legend>Widgets that hand their conversations to {bot.name}</legend>
       {list.length === 0 && <p className="muted">No widgets yet.</p>}
       {list.map((w) => {
-        const current = w.id in chosen ? chosen[w.id] : (w.settings.bot_id ?? null);
+        const current = chosen.shown(w.id, w.settings.bot_id ?? null);
         return (
           <label key={w.id} className="check">
             <input type="checkbox" checked={current === bot.id} disabled={hand.isPending} onChange={(e) => choose(w.id, e.target.checked ? bot.id : null)} /> {w.name}

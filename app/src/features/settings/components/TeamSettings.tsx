@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Field, FormError, SelectField } from '../../../components/Form.tsx';
 import { $api, fetchClient, type Schemas, session } from '../../../lib/api.ts';
-import { useAction } from '../api.ts';
+import { useAction, useChosen } from '../api.ts';
 
 type Role = Schemas['Role'];
 type Seat = Schemas['Seat'];
@@ -143,6 +143,7 @@ function Department({ department: d, team }: { department: Schemas['Department']
   const [name, setName] = useState(d.name);
   const rename = useAction((body: Schemas['DepartmentUpdate']) => fetchClient.PATCH('/v1/departments/{id}', { params: { path: { id: d.id } }, body }), ['/v1/departments']);
   const remove = useAction(() => fetchClient.DELETE('/v1/departments/{id}', { params: { path: { id: d.id } } }), ['/v1/departments', TEAM]);
+  const ticked = useChosen<boolean>();
   const member = useAction(
     ({ userId, on }: { userId: string; on: boolean }) =>
       on
@@ -168,7 +169,15 @@ function Department({ department: d, team }: { department: Schemas['Department']
         <legend>Members of {d.name}</legend>
         {team.map((m) => (
           <label key={m.user_id} className="check">
-            <input type="checkbox" checked={d.member_ids.includes(m.user_id)} onChange={(e) => member.mutate({ userId: m.user_id, on: e.target.checked })} /> {m.name || m.email}
+            <input
+              type="checkbox"
+              checked={ticked.shown(m.user_id, d.member_ids.includes(m.user_id))}
+              onChange={(e) => {
+                ticked.choose(m.user_id, e.target.checked);
+                member.mutate({ userId: m.user_id, on: e.target.checked }, { onSettled: () => ticked.settle(m.user_id) });
+              }}
+            />{' '}
+            {m.name || m.email}
           </label>
         ))}
       </fieldset>

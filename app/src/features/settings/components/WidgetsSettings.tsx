@@ -3,7 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { Copyable, Field, FormError, SelectField, ShownOnce } from '../../../components/Form.tsx';
 import { type Appearance, AppearanceFields, appearanceSettings, DEFAULT_APPEARANCE, embedTag, WidgetPreview } from '../../../components/WidgetAppearance.tsx';
 import { $api, fetchClient, type Schemas } from '../../../lib/api.ts';
-import { useAction } from '../api.ts';
+import { useAction, useChosen } from '../api.ts';
 
 const WIDGETS = '/v1/widgets';
 
@@ -145,6 +145,7 @@ function Identity({ widget }: { widget: Schemas['Widget'] }) {
   const [secret, setSecret] = useState<string>();
   const rotate = useAction(() => fetchClient.POST('/v1/widgets/{id}/identity-secret', { params: { path: { id: widget.id } } }), [WIDGETS], (s) => setSecret(s.identity_secret));
   const require = useAction((on: boolean) => fetchClient.PATCH('/v1/widgets/{id}', { params: { path: { id: widget.id } }, body: { identity_required: on } }), [WIDGETS]);
+  const required = useChosen<boolean>();
   return (
     <section aria-labelledby="identity-heading">
       <h2 id="identity-heading">Identity verification</h2>
@@ -153,7 +154,15 @@ function Identity({ widget }: { widget: Schemas['Widget'] }) {
         visitors.
       </p>
       <label className="check">
-        <input type="checkbox" checked={widget.identity_verification.required} onChange={(e) => require.mutate(e.target.checked)} /> Require verified visitors on this widget
+        <input
+          type="checkbox"
+          checked={required.shown(widget.id, widget.identity_verification.required)}
+          onChange={(e) => {
+            required.choose(widget.id, e.target.checked);
+            require.mutate(e.target.checked, { onSettled: () => required.settle(widget.id) });
+          }}
+        />{' '}
+        Require verified visitors on this widget
       </label>
       <div className="buttons">
         <button type="button" onClick={() => rotate.mutate(undefined)} disabled={rotate.isPending}>
