@@ -2,7 +2,9 @@
 // disk: DIR/index.html (the REST contract, with docs/getting-started.md first and a curl and TypeScript
 // sample beside every operation) and DIR/events.html (the WebSocket events), both rendered by Redoc as the
 // service renders /api/docs (src/http/reference.ts), each with its document and Redoc's bundle inlined (a
-// page opened from disk may load no module). Default DIR: data/docs.
+// page opened from disk may load no module). Default DIR: data/docs. The contract's links to the service's
+// reference pages (`/api/docs/...`, `/api/docs/events/...`) become links between these files. The pages
+// have no try-it panel: opened from disk, there is no service to call.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadContract } from '../src/http/contract.ts';
@@ -14,9 +16,19 @@ const out = resolve(at === -1 ? 'data/docs' : (args[at + 1] ?? 'data/docs'));
 mkdirSync(out, { recursive: true });
 
 const { document, basePath } = loadContract();
+const docsBase = `${basePath}/docs`;
+/** A Markdown link to a page of the service's reference, as a link to that page in these files. */
+const offlineLinks = (markdown: string) =>
+  markdown.replace(/\]\((\/[^)\s]*)\)/g, (whole, href: string) => {
+    if (href === `${docsBase}/events` || href.startsWith(`${docsBase}/events/`)) return `](events.html#/${href.slice(`${docsBase}/events/`.length)})`;
+    if (href === docsBase || href.startsWith(`${docsBase}/`)) return `](index.html#/${href.slice(`${docsBase}/`.length)})`;
+    return whole;
+  });
+// The samples' API variable is the server's URL; the pages name the service's default.
+const rest = servedRestDocument(document, `http://127.0.0.1:3000${basePath}`);
+for (const tag of rest.tags ?? []) if (typeof tag.description === 'string') tag.description = offlineLinks(tag.description);
 const reference = new Reference(
-  // The samples' API variable is the server's URL; the pages name the service's default.
-  { rest: servedRestDocument(document, `http://127.0.0.1:3000${basePath}`), events: servedEventsDocument(document) },
+  { rest, events: servedEventsDocument(document) },
   {
     basePaths: { rest: '/', events: '/' },
     bundleUrl: '',

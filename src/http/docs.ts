@@ -6,7 +6,8 @@ import type { CompressedAsset, RenderedPage } from './reference.ts';
 // /api/openapi.json and .yaml; the events' AsyncAPI document (standing alone: its references into
 // chat.yaml brought in) at /api/asyncapi.yaml and .json. Both are rendered as one reference with Redoc
 // (src/http/reference.ts): REST at /api/docs (docs/getting-started.md first), the events at
-// /api/docs/events, each page its own URL rendered on the server.
+// /api/docs/events, each page its own URL rendered on the server. Each REST operation's page has a try-it
+// panel (src/http/try-it-panel.js, its table at /api/docs/reference/try-it.json) that calls this service.
 export function contractDocsRouter(contract: Contract): Router {
   const router = express.Router();
   // A relative server first, so the rendered docs' requests go to this service wherever it runs (the
@@ -36,9 +37,11 @@ export function contractDocsRouter(contract: Contract): Router {
     res.type('application/yaml').send(await asyncapiYaml());
   });
   const docsBase = `${contract.basePath}/docs`;
+  const panel = once(async () => (await import('./try-it.ts')).tryItPanel());
   // The reference module (React, Redoc) loads at the first request for a page of it.
   const reference = once(async () => {
     const { Reference, REDOC_VERSION, servedEventsDocument, servedRestDocument } = await import('./reference.ts');
+    const { file: tryItFile } = await panel();
     return new Reference(
       { rest: servedRestDocument(contract.document, contract.basePath), events: servedEventsDocument(contract.document) },
       {
@@ -53,6 +56,7 @@ export function contractDocsRouter(contract: Contract): Router {
           { label: 'asyncapi.yaml', href: `${contract.basePath}/asyncapi.yaml` },
         ],
         router: 'history',
+        tryIt: { scriptUrl: `${docsBase}/assets/${tryItFile}`, operationsUrl: `${docsBase}/reference/try-it.json`, apiBase: contract.basePath },
       },
     );
   });
@@ -63,12 +67,17 @@ export function contractDocsRouter(contract: Contract): Router {
   const servedJson = (kind: 'rest' | 'events') => once(async () => (await import('./reference.ts')).compressAsset(JSON.stringify((await reference()).document(kind))));
   const restJson = servedJson('rest');
   const eventsJson = servedJson('events');
+  const tryItScript = once(async () => (await import('./reference.ts')).compressAsset((await panel()).source));
+  const tryItTable = once(async () => (await import('./reference.ts')).compressAsset(JSON.stringify(await (await reference()).tryItOperations())));
   router.get('/docs/assets/:file', async (req, res, next) => {
     const { REDOC_VERSION } = await import('./reference.ts');
-    if (req.params.file !== `redoc-${REDOC_VERSION}.js`) return next();
+    const file = req.params.file;
+    const asset = file === `redoc-${REDOC_VERSION}.js` ? bundle : file === (await panel()).file ? tryItScript : undefined;
+    if (!asset) return next();
     res.set('Cache-Control', 'public, max-age=31536000, immutable');
-    sendCompressed(req, res, 'text/javascript', await bundle());
+    sendCompressed(req, res, 'text/javascript', await asset());
   });
+  router.get('/docs/reference/try-it.json', async (req, res) => sendCompressed(req, res, 'application/json', await tryItTable()));
   router.get('/docs/reference/openapi.json', async (req, res) => sendCompressed(req, res, 'application/json', await restJson()));
   router.get('/docs/reference/asyncapi.json', async (req, res) => sendCompressed(req, res, 'application/json', await eventsJson()));
   router.get(['/docs', '/docs/{*page}'], async (req, res, next) => {

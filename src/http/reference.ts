@@ -8,13 +8,15 @@
 // (`x-codeSamples`, src/http/code-samples.ts), docs/getting-started.md as the first section of the
 // sidebar, and this service as the first server. Nothing leaves the machine: the bundle is served from
 // node_modules with Redocly's logo (an image from their CDN) replaced by an inline one, telemetry is off,
-// and no font is loaded.
+// and no font is loaded. Redoc's free edition has no try-it: the REST pages load ours
+// (src/http/try-it-panel.js, src/http/try-it.ts), which adds itself to each operation once React has hydrated it.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import { loadAsyncApi } from './asyncapi.ts';
 import { withCodeSamples } from './code-samples.ts';
+import { type TryItOperation, tryItOperations } from './try-it.ts';
 
 type Doc = Record<string, any>;
 export type ReferenceKind = 'rest' | 'events';
@@ -60,6 +62,8 @@ interface Prepared {
   document: Doc;
   /** Every page's path (basePath-relative links), to answer 404 for others. */
   links: Set<string>;
+  /** The pages that are an operation's. */
+  operationLinks: string[];
 }
 
 export interface RenderedPage {
@@ -81,6 +85,11 @@ export interface ReferenceOptions {
   router: 'history' | 'hash';
   /** Inline the bundle and the document in the page (files opened from disk cannot load modules). */
   inline?: { bundle: string };
+  /**
+   * The try-it panel on the REST pages (src/http/try-it-panel.js): its script's URL, its table of
+   * operations' URL, and the URL the contract's paths are relative to (relative: this service).
+   */
+  tryIt?: { scriptUrl: string; operationsUrl: string; apiBase: string };
 }
 
 const OPTIONS: Doc = {
@@ -123,6 +132,11 @@ export class Reference {
     return undefined;
   }
 
+  /** The try-it panel's table: every REST operation that has a page, with its parameters and example body. */
+  async tryItOperations(): Promise<TryItOperation[]> {
+    return tryItOperations(this.#documents.rest, (await this.#prepare('rest')).operationLinks);
+  }
+
   /** Every page path of a document. */
   async pages(kind: ReferenceKind): Promise<string[]> {
     return [...(await this.#prepare(kind)).links];
@@ -149,14 +163,16 @@ export class Reference {
         const basePath = this.#options.basePaths[kind];
         const result = await prepareApiDocs({ spec: this.#documents[kind], options: { ...OPTIONS } as never, basePath });
         const links = new Set<string>([basePath]);
+        const operationLinks: string[] = [];
         const walk = (items: Doc[]) => {
           for (const item of items) {
             if (typeof item.link === 'string') links.add(item.link.toLowerCase());
+            if (typeof item.link === 'string' && item.httpVerb) operationLinks.push(item.link.toLowerCase());
             if (Array.isArray(item.items)) walk(item.items);
           }
         };
         walk(result.items as Doc[]);
-        return { items: result.items, store: result.store, options: result.options as Doc, document: result.document as Doc, links };
+        return { items: result.items, store: result.store, options: result.options as Doc, document: result.document as Doc, links, operationLinks };
       })();
       prepared.catch(() => this.#prepared.delete(kind));
       this.#prepared.set(kind, prepared);
@@ -206,6 +222,11 @@ export class Reference {
     const script = o.inline
       ? `${o.inline.bundle.replace(/<\/(script)/gi, '<\\/$1')}\nhydrate(${inlineJson(this.#documents[kind])}, ${inlineJson(options)}, document.getElementById('redoc'));`
       : `import { hydrate } from ${JSON.stringify(o.bundleUrl)};\nhydrate(${JSON.stringify(o.documentUrls[kind])}, ${inlineJson(options)}, document.getElementById('redoc'));`;
+    // The try-it panel: a classic deferred script, so it runs after the module above (Redoc's hydration).
+    const tryIt =
+      kind === 'rest' && o.tryIt
+        ? `\n<script defer src="${escapeAttribute(o.tryIt.scriptUrl)}" data-operations="${escapeAttribute(o.tryIt.operationsUrl)}" data-api="${escapeAttribute(o.tryIt.apiBase)}" data-docs="${escapeAttribute(o.basePaths.rest)}"></script>`
+        : '';
     const nav = o.nav.map((n) => `<a href="${escapeAttribute(n.href)}"${n.kind === kind ? ' aria-current="page"' : ''}>${escapeText(n.label)}</a>`).join('');
     return `<!doctype html>
 <html lang="en">
@@ -227,7 +248,7 @@ ${styles}
 <div id="redoc">${markup}</div>
 <script type="module">
 ${script}
-</script>
+</script>${tryIt}
 </body>
 </html>
 `;

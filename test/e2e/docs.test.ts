@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
-import type { Page } from 'playwright-core';
+import type { Page, Request as BrowserRequest } from 'playwright-core';
 import request from 'supertest';
 import { parse } from 'yaml';
 import { bundleAsyncApi } from '../../src/http/asyncapi.ts';
@@ -96,11 +96,43 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     expect(textOf((await request(server).get('/api/docs/event-feed/listevents').expect(200)).text)).to.include('GET /v1/events');
   });
 
-  it('serves Redoc\'s bundle compressed under 600 KB, cached for good, with no address off this machine', async () => {
+  it('serves Redoc\'s bundle and the try-it panel\'s script compressed under 600 KB together, cached for good, with no address off this machine', async () => {
     const bundle = await request(server).get(BUNDLE).set('Accept-Encoding', 'br').expect(200).expect('Content-Encoding', 'br');
     expect(bundle.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
-    expect(Number(bundle.headers['content-length'])).to.be.below(600 * 1024);
     expect(bundle.text).not.to.include('cdn.redoc.ly');
+    const panel = await request(server).get(await tryItScriptUrl()).set('Accept-Encoding', 'br').expect(200).expect('Content-Encoding', 'br').expect('Content-Type', /javascript/);
+    expect(panel.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
+    expect(externalUrls(panel.text)).to.deep.equal([]);
+    expect(panel.text).not.to.match(/https?:\/\//);
+    expect(Number(bundle.headers['content-length']) + Number(panel.headers['content-length'])).to.be.below(600 * 1024);
+  });
+
+  /** The try-it panel's script, as the REST pages name it. */
+  async function tryItScriptUrl(): Promise<string> {
+    const page = await request(server).get('/api/docs/auth/register').set('Accept-Encoding', 'identity').expect(200);
+    const url = /<script defer src="([^"]+)" data-operations="\/api\/docs\/reference\/try-it\.json" data-api="\/api" data-docs="\/api\/docs"><\/script>/.exec(page.text)?.[1];
+    expect(url, 'the try-it script on the register page').to.match(/^\/api\/docs\/assets\/try-it-[0-9a-f]{12}\.js$/);
+    return url!;
+  }
+
+  it('the try-it table has every operation at its page, with its parameters and the example body; the events pages have no try-it', async () => {
+    const table = (await request(server).get('/api/docs/reference/try-it.json').expect(200)).body as Record<string, any>[];
+    const contract = loadContract().document;
+    expect(table.map((op) => `${op.method} ${op.path}`).sort()).to.deep.equal(operationsOf(contract).map((o) => `${o.method.toUpperCase()} ${o.path}`).sort());
+    const register = table.find((op) => op.path === '/v1/auth/register')!;
+    expect(register).to.include({ link: '/api/docs/auth/register', method: 'POST', auth: 'none', binary: false });
+    expect(JSON.parse(register.body.example)).to.deep.equal(contract.paths['/v1/auth/register'].post.requestBody.content['application/json'].example);
+    const list = table.find((op) => op.path === '/v1/conversations' && op.method === 'GET')!;
+    expect(list).to.include({ link: '/api/docs/conversations/listconversations', auth: 'bearer' });
+    expect(list.parameters.map((p: { name: string }) => p.name)).to.include.members(['status', 'cursor', 'limit']);
+    const one = table.find((op) => op.path === '/v1/conversations/{id}' && op.method === 'GET')!;
+    expect(one.parameters.find((p: { in: string }) => p.in === 'path')).to.include({ name: 'id', required: true });
+    expect(table.find((op) => op.path === '/v1/files' && op.method === 'POST')!.body).to.deep.include({ type: 'multipart' });
+    expect(table.find((op) => op.path === '/v1/widget/conversations' && op.method === 'POST')!.auth).to.equal('visitor');
+    // Every row's page is a page of the reference.
+    for (const op of table) expect(op.link, op.path).to.match(/^\/api\/docs\//);
+    await request(server).get(table[0]!.link).expect(200);
+    expect((await request(server).get('/api/docs/events').expect(200)).text).not.to.include('try-it');
   });
 
   it('the served document has a curl and a TypeScript sample on every operation, and the getting-started page first', async () => {
@@ -136,6 +168,58 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     const text = await page.locator('#redoc main, #redoc').first().innerText();
     expect(literalMarkdown(text), 'Markdown shown as text on the events page').to.deep.equal([]);
     expect(errors).to.deep.equal([]);
+  });
+
+  it('in chromium, try-it: signs up on the register page (201), then the page\'s login form fills the token and GET /v1/conversations answers 200 with it, all on this service', async () => {
+    const sent: { url: string; method: string; authorization?: string }[] = [];
+    const record = (r: BrowserRequest) => void sent.push({ url: r.url(), method: r.method(), authorization: r.headers().authorization });
+    browser.context.on('request', record);
+    try {
+      const { page, errors } = await open(`${base}/api/docs/auth/register`);
+      await page.waitForFunction(HYDRATED, undefined, WAIT);
+      const signUp = page.getByRole('region', { name: 'Try it: POST /v1/auth/register' });
+      const body = signUp.getByLabel('Body (JSON)');
+      await body.waitFor(WAIT);
+      // Prefilled from the operation's example; the address made unique.
+      expect(JSON.parse(await body.inputValue())).to.include({ email: 'ada@example.com' });
+      const email = `try-it-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+      await body.fill(JSON.stringify({ email, password: 'correct horse battery', name: 'Ada Lovelace', tenant_name: 'Try-it Engines' }, null, 2));
+      await signUp.getByRole('button', { name: 'Send' }).click();
+      await signUp.locator('.try-it-status[data-status="201"]').waitFor(WAIT);
+      expect(await signUp.locator('.try-it-body').innerText()).to.include('"access_token"');
+      expect(await signUp.locator('.try-it-headers').innerText()).to.match(/content-type: application\/json/);
+
+      // To the conversations' list through the reference's own navigation (no reload): its panel follows.
+      await page.locator('#redoc').getByRole('link', { name: 'conversations', exact: true }).first().click();
+      await page.locator('#redoc').getByRole('link', { name: 'List conversations' }).first().click();
+      await page.waitForURL(`${base}/api/docs/conversations/listconversations`);
+      const list = page.getByRole('region', { name: 'Try it: GET /v1/conversations' });
+      await list.waitFor(WAIT);
+      const login = list.getByRole('form', { name: 'Log in for try-it' });
+      await login.getByLabel('E-mail').fill(email);
+      await login.getByLabel('Password').fill('correct horse battery');
+      await login.getByRole('button', { name: 'Log in' }).click();
+      await login.getByText(`Logged in as ${email}`).waitFor(WAIT);
+      const token = await list.getByLabel('Access token').inputValue();
+      expect(token).to.match(/^ey/);
+      await list.getByRole('form', { name: 'Request' }).getByRole('button', { name: 'Send' }).click();
+      await list.locator('.try-it-status[data-status="200"]').waitFor(WAIT);
+      expect(JSON.parse(await list.locator('.try-it-body').innerText())).to.include.keys('data', 'pagination');
+
+      const calls = sent.filter((r) => new URL(r.url).pathname.startsWith('/api/v1/'));
+      expect(calls.map((r) => `${r.method} ${new URL(r.url).pathname}`)).to.deep.equal(['POST /api/v1/auth/register', 'POST /api/v1/auth/login', 'GET /api/v1/conversations']);
+      expect(calls.every((r) => r.url.startsWith(`${base}/`)), 'every call on the page\'s own origin').to.be.true;
+      expect(calls[2]!.authorization).to.equal(`Bearer ${token}`);
+      expect(calls[0]!.authorization).to.be.undefined;
+
+      // The token is kept for the tab: a reload finds it filled in.
+      await page.reload();
+      await page.getByRole('region', { name: 'Try it: GET /v1/conversations' }).getByLabel('Access token').waitFor(WAIT);
+      expect(await page.getByRole('region', { name: 'Try it: GET /v1/conversations' }).getByLabel('Access token').inputValue()).to.equal(token);
+      expect(errors).to.deep.equal([]);
+    } finally {
+      browser.context.off('request', record);
+    }
   });
 
   it('npm run docs writes pages that show from disk with no network: the getting started, the REST contract and the events', async () => {
