@@ -262,9 +262,14 @@ describe('the team app: settings in a browser', function () {
     await form.getByRole('button', { name: 'Add an action' }).click();
     const labelAction = form.getByRole('group', { name: 'Action 2' });
     await labelAction.getByLabel('Do', { exact: true }).selectOption('add_label');
-    await labelAction.getByLabel('Label', { exact: true }).selectOption({ label: 'vip' });
     await screen(page, 'Workflows', 'workflows');
 
+    // No label chosen: the contract refuses the action's label id, said beside its Label field and only
+    // there (not the other kinds of action's findings the validator gives for the oneOf).
+    await form.getByRole('button', { name: 'Add workflow' }).click();
+    await findingOf(labelAction, 'Label').filter({ hasText: 'must match pattern' }).waitFor(WAIT);
+    expect(await labelAction.locator('.field-error').allTextContents()).to.have.length(1);
+    await labelAction.getByLabel('Label', { exact: true }).selectOption({ label: 'vip' });
     // A message field needs the message.created trigger: the service says so beside the first condition's field.
     await form.getByRole('button', { name: 'Add workflow' }).click();
     await findingOf(first, 'Field').filter({ hasText: 'message fields need the message.created trigger' }).waitFor(WAIT);

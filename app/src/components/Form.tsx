@@ -4,15 +4,24 @@
 import { type InputHTMLAttributes, type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes, useId, useState } from 'react';
 import { describeError, isProblem } from '../lib/api.ts';
 
+/** A finding's field name: `/body/settings/color` → `settings.color`. */
+const fieldName = (path: string) => path.replace(/^\/(body|query|path)\//, '').replaceAll('/', '.');
+
 /** The problem's field findings, by field name (`/body/settings/color` → `settings.color`). */
 export function fieldErrors(error: unknown): Map<string, string> {
   const found = new Map<string, string>();
   if (!isProblem(error)) return found;
   for (const e of error.errors ?? []) {
-    const name = e.path.replace(/^\/(body|query|path)\//, '').replaceAll('/', '.');
+    const name = fieldName(e.path);
     if (!found.has(name)) found.set(name, e.message);
   }
   return found;
+}
+
+/** The problem with only the findings `keep` accepts (by field name and message); anything else as it is. */
+export function keepFindings(error: unknown, keep: (name: string, message: string) => boolean): unknown {
+  if (!isProblem(error) || !error.errors) return error;
+  return { ...error, errors: error.errors.filter((e) => keep(fieldName(e.path), e.message)) };
 }
 
 interface FieldProps {

@@ -1,5 +1,6 @@
 // A workflow as its form holds it (every value a string, as inputs give them) and back to the contract's
 // shapes: the form edits drafts, and only the request is the contract's WorkflowCreate/WorkflowUpdate.
+import { fieldErrors, keepFindings } from '../../components/Form.tsx';
 import type { Schemas } from '../../lib/api.ts';
 
 export type Trigger = Schemas['WorkflowTrigger']['type'];
@@ -62,6 +63,42 @@ export const ACTIONS: Record<ActionType, string> = {
   send_transcript: 'Mail the transcript',
   webhook: 'Post the event to a URL',
 };
+
+/** The fields each kind of action takes besides its `type`. */
+export const ACTION_FIELDS: Record<ActionType, string[]> = {
+  send_message: ['content'],
+  set_priority: ['priority'],
+  transfer: ['department_id'],
+  add_label: ['label_id'],
+  remove_label: ['label_id'],
+  close: [],
+  skip_survey: [],
+  send_transcript: ['to'],
+  webhook: ['url'],
+};
+
+const BRANCH_NOISE = ['must be equal to constant', 'must NOT have additional properties', 'must match exactly one schema in oneOf'];
+
+/**
+ * The findings about a oneOf item (an action, the trigger) that concern the kind the form chose, whose
+ * other `fields` it shows. The contract's validator reports every branch of a oneOf: `type` "must be
+ * equal to constant" for each other kind, the other kinds' required fields, "must NOT have additional
+ * properties" for the chosen kind's own fields; they would bury the one finding that matters. When
+ * nothing is left the findings stay as they were, so that none is lost.
+ */
+export function branchFindings(error: unknown, at: string, fields: string[]): unknown {
+  const about = (name: string) => name === at || name.startsWith(`${at}.`);
+  const kept = keepFindings(error, (name, message) => {
+    if (!about(name)) return true;
+    const rest = name.slice(at.length + 1);
+    if (rest !== '' && !fields.includes(rest.split('.')[0]!)) return false;
+    if (BRANCH_NOISE.some((noise) => message.startsWith(noise))) return false;
+    const required = /^must have required property '(.+)'$/.exec(message);
+    return !required || fields.includes(required[1]!);
+  });
+  const count = (e: unknown) => [...fieldErrors(e).keys()].filter(about).length;
+  return count(kept) === 0 && count(error) > 0 ? error : kept;
+}
 
 export interface ConditionDraft {
   key: number;

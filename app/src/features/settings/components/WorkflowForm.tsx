@@ -7,9 +7,12 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import { Field, FormError, GroupFinding, SelectField, TextAreaField } from '../../../components/Form.tsx';
 import { $api, type Schemas } from '../../../lib/api.ts';
 import {
+  ACTION_FIELDS,
   ACTIONS,
   type ActionDraft,
+  type ActionType,
   ATTRIBUTE,
+  branchFindings,
   type ConditionDraft,
   FIELDS,
   hasChoices,
@@ -96,10 +99,11 @@ export function WorkflowForm({ initial, label, submitLabel, error, pending, onSu
     e.preventDefault();
     onSubmit(workflowOf(draft), () => blank && setDraft(blank()));
   };
+  const triggerError = branchFindings(error, 'trigger', draft.trigger === 'conversation.idle' ? ['minutes'] : []);
   return (
     <form onSubmit={submit} noValidate className="stack workflow-form" aria-label={label}>
       <Field label="Workflow name" name="name" value={draft.name} onChange={(e) => setDraft({ ...draft, name: e.target.value })} required maxLength={200} error={error} />
-      <SelectField label="When" name="trigger.type" value={draft.trigger} onChange={(e) => setDraft({ ...draft, trigger: e.target.value as Trigger })} error={error}>
+      <SelectField label="When" name="trigger.type" value={draft.trigger} onChange={(e) => setDraft({ ...draft, trigger: e.target.value as Trigger })} error={triggerError}>
         {Object.entries(TRIGGERS).map(([k, text]) => (
           <option key={k} value={k}>
             {text}
@@ -107,9 +111,9 @@ export function WorkflowForm({ initial, label, submitLabel, error, pending, onSu
         ))}
       </SelectField>
       {draft.trigger === 'conversation.idle' && (
-        <Field label="Minutes without an answer" name="trigger.minutes" type="number" min={1} max={10080} value={draft.minutes} onChange={(e) => setDraft({ ...draft, minutes: e.target.value })} error={error} />
+        <Field label="Minutes without an answer" name="trigger.minutes" type="number" min={1} max={10080} value={draft.minutes} onChange={(e) => setDraft({ ...draft, minutes: e.target.value })} error={triggerError} />
       )}
-      <GroupFinding error={error} name="trigger" shown={['trigger.type', 'trigger.minutes']} />
+      <GroupFinding error={triggerError} name="trigger" shown={['trigger.type', 'trigger.minutes']} />
 
       <fieldset>
         <legend>Only if all of these hold</legend>
@@ -252,9 +256,10 @@ interface ActionRowProps {
   onMoveUp: (() => void) | undefined;
 }
 
-function ActionRow({ index, action: a, error, departments, labels, onChange, onRemove, onMoveUp }: ActionRowProps) {
+function ActionRow({ index, action: a, error: problem, departments, labels, onChange, onRemove, onMoveUp }: ActionRowProps) {
   const at = `actions.${index}`;
   const known = a.type in ACTIONS;
+  const error = known ? branchFindings(problem, at, ACTION_FIELDS[a.type as ActionType]) : problem;
   const shown = [`${at}.type`];
   const field = (name: keyof ActionDraft) => {
     shown.push(`${at}.${name}`);
