@@ -3,7 +3,8 @@
 // sample beside every operation) and DIR/events.html (the WebSocket events), both rendered by Redoc as the
 // service renders /api/docs (src/http/reference.ts), each with its document and Redoc's bundle inlined (a
 // page opened from disk may load no module). Default DIR: data/docs. The contract's links to the service's
-// reference pages (`/api/docs/...`, `/api/docs/events/...`) become links between these files. The pages
+// reference pages (`/api/docs/...`, `/api/docs/events/...`) become links between these files (a message's
+// own anchor in the events page, which the hash router cannot hold, becomes its channel's page). The pages
 // have no try-it panel: opened from disk, there is no service to call.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -19,7 +20,7 @@ const { document, basePath } = loadContract();
 const docsBase = `${basePath}/docs`;
 /** A Markdown link to a page of the service's reference, as a link to that page in these files. */
 const offlineLinks = (markdown: string) =>
-  markdown.replace(/\]\((\/[^)\s]*)\)/g, (whole, href: string) => {
+  markdown.replace(/\]\((\/[^)\s#]*)(?:#[^)\s]*)?\)/g, (whole, href: string) => {
     if (href === `${docsBase}/events` || href.startsWith(`${docsBase}/events/`)) return `](events.html#/${href.slice(`${docsBase}/events/`.length)})`;
     if (href === docsBase || href.startsWith(`${docsBase}/`)) return `](index.html#/${href.slice(`${docsBase}/`.length)})`;
     return whole;

@@ -148,6 +148,22 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     expect(JSON.stringify(loadContract().document)).not.to.include('x-codeSamples');
   });
 
+  it('the tags are described for API users, and each event a tag names links to that event in the events reference', async () => {
+    const events = (await request(server).get('/api/asyncapi.json').expect(200)).body;
+    const messages = new Map(Object.entries<{ name: string }>(events.components.messages).map(([key, m]) => [key.toLowerCase(), m.name]));
+    let linked = 0;
+    for (const tag of loadContract().document.tags as { name: string; description: string }[]) {
+      expect(tag.description.length, tag.name).to.be.above(300);
+      for (const [, name, page, key] of tag.description.matchAll(/\[`([a-z_.]+)`\]\((\/api\/docs\/events[^)#]*)#channels\/events\/messages&m=([a-z]+)\)/g)) {
+        expect(messages.get(key!), `${tag.name}: ${name}`).to.equal(name);
+        expect(page).to.equal('/api/docs/events/channels/events');
+        linked++;
+      }
+    }
+    expect(linked).to.be.above(10);
+    await request(server).get('/api/docs/events/channels/events').expect(200);
+  });
+
   it('in chromium: an operation, the getting-started page and the events render with no console error and no literal Markdown, one navigation between them', async () => {
     const { page, errors } = await open(`${base}/api/docs/auth/register`);
     await page.getByRole('heading', { name: 'Sign up' }).waitFor(WAIT);
@@ -227,6 +243,10 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     try {
       execFileSync(process.execPath, ['scripts/docs.ts', '--out', out], { stdio: 'pipe' });
       for (const file of ['index.html', 'events.html']) expect(externalUrls(readFileSync(join(out, file), 'utf8')), file).to.deep.equal([]);
+      // The contract's links to the service's reference are links between the files (in the document the page holds).
+      const index = readFileSync(join(out, 'index.html'), 'utf8');
+      expect(index).to.include('](events.html#/channels/events)');
+      expect(index).not.to.include('](/api/docs');
       const { page, errors } = await open(pathToFileURL(join(out, 'index.html')).href);
       await page.getByRole('navigation', { name: 'API reference' }).getByRole('link', { name: 'Getting started' }).click();
       await page.getByRole('heading', { name: /1\. Register/ }).first().waitFor(WAIT);
