@@ -16,9 +16,10 @@ select
 from
   report_facts f
 where
-  f.tenant_id = $1
-  and f.at >= $2
-  and f.at < $3
+  f.kind = any (array[$1, $2, $3, $4, $5, $6, $7, $8, $9]::text[])
+  and f.tenant_id = $10
+  and f.at >= $11
+  and f.at < $12
 group by
   f.kind,
   2;
@@ -39,11 +40,14 @@ select
 from
   report_facts f
 where
-  f.tenant_id = $3
-  and f.at >= $4
-  and f.at < $5
-  and f.department_id = $6::uuid
-  and f.agent_id = $7
+  f.kind = any (
+    array[$3, $4, $5, $6, $7, $8, $9, $10, $11]::text[]
+  )
+  and f.tenant_id = $12
+  and f.at >= $13
+  and f.at < $14
+  and f.department_id = $15::uuid
+  and f.agent_id = $16
   and exists (
     select
       1
@@ -51,7 +55,7 @@ where
       conversation_labels cl
     where
       cl.conversation_id = f.conversation_id
-      and cl.label_id = $8
+      and cl.label_id = $17
   )
 group by
   f.kind,

@@ -5,7 +5,8 @@ import type { Tx } from '../db/database.ts';
 // - rollups (report_daily, report_daily_grid): per day of the tenant's time zone, per tenant,
 //   department, agent or label, kept in the writing transaction; what a daily report in that zone with at
 //   most one filter reads;
-// - facts (report_facts, index on tenant, kind, time): any other zone, hours, several filters at once.
+// - facts (report_facts, index on tenant, kind, time): any other zone, hours, several filters at once;
+//   the kinds are named so that the index's time range applies under each (else it reads them all).
 // Both answer the same shapes: totals per kind (and bucket) and counts per grid value (src/reports/grid.ts).
 // Row-level security keeps them inside the tenant; the tenant is named too, for the indexes.
 
@@ -64,7 +65,7 @@ export async function factTotals(trx: Tx, filter: FactFilter, group?: { unit: 'd
       count(f.bh_seconds)::int as bh_n, coalesce(sum(round(f.bh_seconds * 1000)::bigint), 0)::bigint as bh_ms_sum,
       coalesce(sum(f.value), 0)::bigint as value_sum, count(*) filter (where f.value >= 4)::int as satisfied
     from report_facts f
-    where ${factWhere(filter)}
+    where f.kind = any(${kinds(KINDS)}) and ${factWhere(filter)}
     group by f.kind, 2
   `.execute(trx);
   return rows;
