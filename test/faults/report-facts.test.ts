@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import { type Database, openDatabase } from '../../src/db/database.ts';
-import { rawRowsOf, recompute, sortFacts } from '../reports-recompute.ts';
+import { rawRowsOf, recompute, sortFacts } from '../support/reports-recompute.ts';
 import { recordFigure } from './figures.ts';
 import { call, ServiceProcess, setUpTenant, waitFor } from './support.ts';
 

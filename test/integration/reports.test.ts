@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import request from 'supertest';
-import { appendMessage } from '../src/conversations/message.service.ts';
-import { EventBus } from '../src/events/bus.ts';
-import { inTenantTransaction } from '../src/events/outbox.ts';
-import { openSecondsBetween } from '../src/reports/business-time.ts';
-import { pointsOf, rangeOf } from '../src/reports/report.service.ts';
-import { type TestTenant, createConversation, createTenant } from './support/factories.ts';
-import { getHarness } from './support/harness.ts';
-import { expectProblem } from './support/problem.ts';
+import { appendMessage } from '../../src/conversations/message.service.ts';
+import { EventBus } from '../../src/events/bus.ts';
+import { inTenantTransaction } from '../../src/events/outbox.ts';
+import { openSecondsBetween } from '../../src/reports/business-time.ts';
+import { pointsOf, rangeOf } from '../../src/reports/report.service.ts';
+import { type TestTenant, createConversation, createTenant } from '../support/factories.ts';
+import { getHarness } from '../support/harness.ts';
+import { expectProblem } from '../support/problem.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 

@@ -1,5 +1,5 @@
-import { openSecondsBetween } from '../src/reports/business-time.ts';
-import type { Tx } from '../src/db/database.ts';
+import { openSecondsBetween } from '../../src/reports/business-time.ts';
+import type { Tx } from '../../src/db/database.ts';
 
 // The facts a history should have written, recomputed from the raw rows it left (conversations,
 // messages, surveys, the events of assignments), for test/reports-properties.test.ts and

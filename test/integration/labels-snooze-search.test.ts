@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import request from 'supertest';
-import { appendMessage } from '../src/conversations/message.service.ts';
-import { EventBus } from '../src/events/bus.ts';
-import { inTenantTransaction } from '../src/events/outbox.ts';
-import { SnoozeService } from '../src/snooze/snooze.service.ts';
-import { type TestTenant, addMember, createConversation, createTenant, eventsOf, login } from './support/factories.ts';
-import { getHarness } from './support/harness.ts';
-import { expectProblem } from './support/problem.ts';
+import { appendMessage } from '../../src/conversations/message.service.ts';
+import { EventBus } from '../../src/events/bus.ts';
+import { inTenantTransaction } from '../../src/events/outbox.ts';
+import { SnoozeService } from '../../src/snooze/snooze.service.ts';
+import { type TestTenant, addMember, createConversation, createTenant, eventsOf, login } from '../support/factories.ts';
+import { getHarness } from '../support/harness.ts';
+import { expectProblem } from '../support/problem.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 

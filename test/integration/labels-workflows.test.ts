@@ -2,13 +2,13 @@ import { expect } from 'chai';
 import type { Express } from 'express';
 import pino from 'pino';
 import request from 'supertest';
-import { buildApp } from '../src/app.ts';
-import { EventBus } from '../src/events/bus.ts';
-import { WorkflowRunner } from '../src/workflows/workflow.runner.ts';
-import { eventually } from './support/eventually.ts';
-import { type TestTenant, createConversation, createTenant, eventsOf } from './support/factories.ts';
-import { type Harness, getHarness } from './support/harness.ts';
-import { expectProblem } from './support/problem.ts';
+import { buildApp } from '../../src/app.ts';
+import { EventBus } from '../../src/events/bus.ts';
+import { WorkflowRunner } from '../../src/workflows/workflow.runner.ts';
+import { eventually } from '../support/eventually.ts';
+import { type TestTenant, createConversation, createTenant, eventsOf } from '../support/factories.ts';
+import { type Harness, getHarness } from '../support/harness.ts';
+import { expectProblem } from '../support/problem.ts';
 
 // Labels inside running workflows (issue 44): the condition conversation.labels (contains, not_contains,
 // is_set, is_not_set) and the actions add_label and remove_label, run by a real WorkflowRunner on the

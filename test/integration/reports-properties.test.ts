@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import request from 'supertest';
-import { gridOf } from '../src/reports/grid.ts';
-import { type ReportQuery, ReportService } from '../src/reports/report.service.ts';
-import type { UserPrincipal } from '../src/shared/principal.ts';
-import { type TestTenant, addMember, createConversation, createTenant, login } from './support/factories.ts';
-import { type Harness, getHarness } from './support/harness.ts';
-import { type Fact, rawRowsOf, recompute, sortFacts } from './reports-recompute.ts';
+import { gridOf } from '../../src/reports/grid.ts';
+import { type ReportQuery, ReportService } from '../../src/reports/report.service.ts';
+import type { UserPrincipal } from '../../src/shared/principal.ts';
+import { type TestTenant, addMember, createConversation, createTenant, login } from '../support/factories.ts';
+import { type Harness, getHarness } from '../support/harness.ts';
+import { type Fact, rawRowsOf, recompute, sortFacts } from '../support/reports-recompute.ts';
 
 // Reports against a recomputation (issue 44): generated histories of visitors', members' and a bot's
 // messages, notes, assignments, transfers, handoffs, reopens, snoozes, closes, survey answers and labels,
