@@ -141,9 +141,10 @@ function percentile(values: number[], p: number): number | null {
 function durationOf(values: number[]) {
   const ms = values.reduce((sum, x) => sum + Math.round(x * 1000), 0);
   const grid = values.map(gridOf);
+  // Rounded in whole milliseconds, where a half is exact: SQL rounds a numeric half up, a float of it may not.
   return {
     count: values.length,
-    average_seconds: values.length === 0 ? null : round3(ms / values.length / 1000),
+    average_seconds: values.length === 0 ? null : Math.round(ms / values.length) / 1000,
     median_seconds: round3(percentile(grid, 0.5)),
     p90_seconds: round3(percentile(grid, 0.9)),
   };
