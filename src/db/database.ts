@@ -5,7 +5,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
-import { TransactionAbortedError } from './errors.ts';
+import { TransactionAbortedError, isConnectionError } from './errors.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
@@ -21,6 +21,20 @@ export const EVENT_WRITER_LOCK = 0x65767400;
 
 export type Tx = Transaction<DB>;
 
+export interface WithTenantOptions {
+  eventWriter?: boolean;
+  /**
+   * fn may run twice: when the connection is lost while fn runs (a pooler or server restarted under it),
+   * nothing was committed, and fn runs once more on a new connection after a short pause. Only for an fn
+   * whose effects are all in the transaction; a loss at the commit itself is never retried (its outcome
+   * is unknown).
+   */
+  retryLostConnection?: boolean;
+}
+
+/** The pause before running a transaction again whose connection was lost: a pooler restarting is back in this. */
+const LOST_CONNECTION_RETRY_MS = 250;
+
 export interface Database {
   readonly kind: 'postgres' | 'pglite';
   /** The connecting role: migrations and health checks only. Data work goes through withTenant or asSystem. */
@@ -29,7 +43,7 @@ export interface Database {
    * Runs fn in a transaction as the request role, which sees only this tenant's rows. `eventWriter`: the
    * transaction may write events, so feed readers wait for it (src/events/feed.repository.ts).
    */
-  withTenant<T>(tenantId: string, fn: (trx: Tx) => Promise<T>, options?: { eventWriter?: boolean }): Promise<T>;
+  withTenant<T>(tenantId: string, fn: (trx: Tx) => Promise<T>, options?: WithTenantOptions): Promise<T>;
   /** Runs fn in a transaction as the system role, for deliberate cross-tenant work (login by e-mail, ...). */
   asSystem<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
@@ -418,7 +432,10 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
   return {
     kind,
     db,
-    withTenant: (tenantId, fn, options) => asRole(REQUEST_ROLE, tenantId, fn, options?.eventWriter),
+    withTenant: (tenantId, fn, options) =>
+      options?.retryLostConnection
+        ? retryingLostConnection((f) => asRole(REQUEST_ROLE, tenantId, f, options.eventWriter), fn)
+        : asRole(REQUEST_ROLE, tenantId, fn, options?.eventWriter),
     asSystem: (fn) => asRole(SYSTEM_ROLE, '', fn),
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -426,4 +443,28 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
     poolStats,
     close: () => db.destroy(),
   };
+}
+
+/**
+ * Runs the transaction once more when its connection was lost while fn ran: the server never saw a
+ * COMMIT, so nothing of the first run stands. Not when connecting failed (fn never started: the server is
+ * away, and waiting again would only double the wait), nor when fn had finished (the loss may have cut
+ * the commit, whose outcome is unknown).
+ */
+async function retryingLostConnection<T>(run: (fn: (trx: Tx) => Promise<T>) => Promise<T>, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  let started = false;
+  let finished = false;
+  const tracked = async (trx: Tx) => {
+    started = true;
+    const result = await fn(trx);
+    finished = true;
+    return result;
+  };
+  try {
+    return await run(tracked);
+  } catch (err) {
+    if (!started || finished || !isConnectionError(err)) throw err;
+    await new Promise((resolve) => setTimeout(resolve, LOST_CONNECTION_RETRY_MS));
+    return run(fn);
+  }
 }

@@ -133,19 +133,23 @@ export async function inTenantTransaction<T>(
   /** A workflow run's change: its events carry the run's depth, so the runs they start know theirs. */
   options: { workflowDepth?: number } = {},
 ): Promise<T> {
-  const pending: StoredEvent[] = [];
+  let pending: StoredEvent[] = [];
   // The events handed to this instance's streams as the feed will hold them, when one of them wants this
   // tenant's and no other writer of the tenant runs here (always on PGlite, where it costs nothing: one
   // transaction runs at a time). On PostgreSQL the first event's insert also finds out whether its place in
   // the feed is final; when it is not, nothing is handed over and the streams read.
   const concurrent = database.kind !== 'pglite';
   const writing = bus.beginWrite(tenantId);
-  let handoff: FeedHandoff | undefined = !concurrent || writing.handoff ? { tenantId, after: FEED_START, rows: [] } : undefined;
+  const handing = !concurrent || writing.handoff;
+  let handoff: FeedHandoff | undefined;
   let result: T;
   try {
     result = await database.withTenant(
       tenantId,
       async (trx) => {
+        // A run again after a lost connection starts afresh: the first run's events were never committed.
+        pending = [];
+        handoff = handing ? { tenantId, after: FEED_START, rows: [] } : undefined;
         const done = await fn(trx, async (type, data, routing = {}) => {
           const first = handoff?.rows.length === 0;
           const insert = (trx: Tx, event: NewEvent): Promise<Awaited<ReturnType<typeof insertEventAsFeedRow>> | void> =>
@@ -165,7 +169,8 @@ export async function inTenantTransaction<T>(
         // rows would be events that do not exist: its commit fails instead (TransactionAbortedError).
         return done;
       },
-      { eventWriter: true },
+      // The work of these transactions is all in the database (its events are published after the commit).
+      { eventWriter: true, retryLostConnection: true },
     );
   } finally {
     writing.end();

@@ -342,7 +342,14 @@ export class RoutingService {
     if (online.length > 0) {
       let after: { created_at: Date; id: string } | undefined;
       for (;;) {
-        const { given, last } = await inTenantTransaction(this.#database, this.#bus, tenantId, (trx, emit) => this.#giveOut(trx, emit, tenantId, online, after, arrived));
+        // The batch works on a copy of the arrivals, kept only once it commits: a transaction that fails (or
+        // runs again after a lost connection) leaves every arrival still to be announced.
+        const { given, last, left } = await inTenantTransaction(this.#database, this.#bus, tenantId, async (trx, emit) => {
+          const batchArrivals = new Map(arrived);
+          return { ...(await this.#giveOut(trx, emit, tenantId, online, after, batchArrivals)), left: batchArrivals };
+        });
+        arrived.clear();
+        for (const [id, reason] of left) arrived.set(id, reason);
         total += given;
         if (!last || this.#stopped) break;
         after = last;

@@ -8,7 +8,10 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import request from 'supertest';
 import { DataDirLockedError } from '../../src/db/data-dir-lock.ts';
-import { type Database, openDatabase } from '../../src/db/database.ts';
+import { type Database, type Tx, openDatabase } from '../../src/db/database.ts';
+import { EventBus } from '../../src/events/bus.ts';
+import { inTenantTransaction } from '../../src/events/outbox.ts';
+import { newId } from '../../src/shared/ids.ts';
 import { asUnavailable, isConnectionError } from '../../src/db/errors.ts';
 import { loadContract } from '../../src/http/contract.ts';
 import { eventually } from '../support/eventually.ts';
@@ -138,6 +141,71 @@ describe('the PostgreSQL pool when the server ends its connections', function ()
     await eventually(() => heard.length > 0, 'the pool to hear the terminated connection');
     const { rows } = await database.asSystem((trx) => sql<{ one: number }>`select 1 as one`.execute(trx));
     expect(rows).to.deep.equal([{ one: 1 }]);
+  });
+
+  /** Inside a transaction: its backend is terminated from outside (as a pooler's restart cuts it), then it goes on. */
+  const loseConnection = async (trx: Tx) => {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+    const pid = rows[0]!.pid;
+    await sql`select pg_terminate_backend(${pid})`.execute(admin.db);
+    const gone = async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`.execute(admin.db)).rows.length === 0;
+    await eventually(gone, 'the terminated backend to end');
+  };
+
+  it('an event-writing transaction whose connection is lost while it runs runs again: its change and its event are stored and published once', async () => {
+    const t = await createTenant();
+    const bus = new EventBus();
+    const published: string[] = [];
+    bus.subscribe((events) => published.push(...events.map((e) => e.envelope.id)));
+    let runs = 0;
+    const { id, eventId } = await inTenantTransaction(database, bus, t.tenantId, async (trx, emit) => {
+      runs += 1;
+      const label = await trx
+        .insertInto('labels')
+        .values({ id: newId('label'), tenant_id: t.tenantId, name: `retried-${runs}`, color: '#123456', created_at: new Date(), updated_at: new Date() })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      const eventId = await emit('webhook.test', { webhook_id: 'wh_retry' });
+      if (runs === 1) {
+        await loseConnection(trx);
+        await sql`select 1`.execute(trx);
+      }
+      return { id: label.id, eventId };
+    });
+    expect(runs, 'run again once').to.equal(2);
+    expect(published).to.deep.equal([eventId]);
+    const stored = await database.withTenant(t.tenantId, async (trx) => ({
+      labels: await trx.selectFrom('labels').select('name').where('name', 'like', 'retried-%').execute(),
+      events: await trx.selectFrom('events').select('id').where('type', '=', 'webhook.test').execute(),
+    }));
+    expect(stored.labels, 'only the second run committed').to.deep.equal([{ name: 'retried-2' }]);
+    expect(stored.events.map((e) => e.id)).to.deep.equal([eventId]);
+    expect(id).to.be.a('string');
+  });
+
+  it('without the option, or when connecting fails, a lost connection is not run again', async () => {
+    const t = await createTenant();
+    let runs = 0;
+    const failed = await database
+      .withTenant(t.tenantId, async (trx) => {
+        runs += 1;
+        await loseConnection(trx);
+        await sql`select 1`.execute(trx);
+      })
+      .then(() => undefined, (err: unknown) => err);
+    expect(asUnavailable(failed), String(failed)).to.not.equal(undefined);
+    expect(runs).to.equal(1);
+    const unreachable = await openDatabase({ databaseUrl: `postgres://chat@127.0.0.1:${await closedPort()}/none`, dataDir: '.', poolMax: 1 });
+    try {
+      let started = 0;
+      const refused = await unreachable
+        .withTenant(t.tenantId, async () => void (started += 1), { retryLostConnection: true })
+        .then(() => undefined, (err: unknown) => err);
+      expect(asUnavailable(refused), String(refused)).to.not.equal(undefined);
+      expect(started).to.equal(0);
+    } finally {
+      await unreachable.close();
+    }
   });
 });
 
