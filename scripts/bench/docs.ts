@@ -4,9 +4,10 @@
 // results say, so the page cannot drift from them; `--root DIR` works on a copy of the project.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { describeModel } from './capacity-model.ts';
 import { type Run, runsOf } from './results.ts';
 
-type Unit = 'ratio' | 'times' | 'share' | 'ms' | 'MiB' | 'KiB';
+type Unit = 'ratio' | 'times' | 'share' | 'ms' | 'MiB' | 'KiB' | 'people' | 'count';
 
 interface Goal {
   what: string;
@@ -19,6 +20,8 @@ interface Goal {
   target: { at: 'least' | 'most'; value: number };
   unit: Unit;
   command: string;
+  /** Only the runs on this database (a goal that differs by database). */
+  database?: 'postgres' | 'pglite';
 }
 
 const GOALS: Goal[] = [
@@ -52,6 +55,11 @@ const GOALS: Goal[] = [
   { what: 'the team app\'s first conversation list shown, to the end of the API call that feeds it (same load)', benches: ['app'], figure: 'first_load.shown_of_api', target: { at: 'most', value: 1.5 }, unit: 'times', command: 'npm run bench:app' },
   { what: 'the tab\'s JS heap, scrolling 10,000 conversations and a 5,000-message thread to their ends (150 MB)', benches: ['app'], figure: 'scroll.heap_peak_mib', target: { at: 'most', value: 143 }, unit: 'MiB', command: 'npm run bench:app' },
   { what: 'a visitor\'s message in the agent\'s inbox DOM, p99, to a plain socket client\'s delivery (same messages)', benches: ['app'], figure: 'delivery.dom_of_ws_p99', target: { at: 'most', value: 1.2 }, unit: 'times', command: 'npm run bench:app' },
+  { what: 'simultaneous people one instance serves, the capacity model (PostgreSQL + Redis)', benches: ['capacity'], database: 'postgres', figure: 'capacity.people', target: { at: 'least', value: 2000 }, unit: 'people', command: 'npm run bench:capacity' },
+  { what: 'simultaneous people one instance serves, the capacity model (the embedded default)', benches: ['capacity'], database: 'pglite', figure: 'capacity.people', target: { at: 'least', value: 500 }, unit: 'people', command: 'npm run bench:capacity' },
+  { what: 'soak at half the capacity: RSS, the last ten minutes to minutes 10–20', benches: ['capacity-soak'], figure: 'rss_growth_share', target: { at: 'most', value: 0.1 }, unit: 'share', command: 'npm run bench:capacity -- --soak' },
+  { what: 'soak at half the capacity: the worst p99, the last ten minutes to minutes 10–20', benches: ['capacity-soak'], figure: 'p99_growth_share', target: { at: 'most', value: 0.1 }, unit: 'share', command: 'npm run bench:capacity -- --soak' },
+  { what: 'soak at half the capacity: failed requests and deliveries', benches: ['capacity-soak'], figure: 'errors', target: { at: 'most', value: 0 }, unit: 'count', command: 'npm run bench:capacity -- --soak' },
   { what: 'reports: the 30-day summary, p99, a tenant seeded towards 1,000,000 conversations (the results say the scale reached)', benches: ['reports'], figure: 'summary_30d.p99_ms', target: { at: 'most', value: 200 }, unit: 'ms', command: 'npm run bench:reports' },
   { what: 'reports: the 30-day daily series, p99, same tenant', benches: ['reports'], figure: 'series_30d_daily.p99_ms', target: { at: 'most', value: 200 }, unit: 'ms', command: 'npm run bench:reports' },
   { what: 'search for an order number, p99, same tenant (towards 10,000,000 messages)', benches: ['reports'], figure: 'search_order_number.p99_ms', target: { at: 'most', value: 300 }, unit: 'ms', command: 'npm run bench:reports' },
@@ -77,6 +85,7 @@ const BENCHMARKS: { command: string; measures: string }[] = [
   { command: 'bench:probe', measures: 'the service alone, one endpoint at a time (`PROBE_ENDPOINTS`): req/s and CPU per request, with any setting switched by `PROBE_ENV` and, on PostgreSQL, `PROBE_SEED=n` conversations' },
   { command: 'bench:reference', measures: 'the API reference (Redoc, rendered on the server) beside the Swagger UI page it replaced, served by one process: the first operation\'s link opened in a fresh chromium context, the time until its summary is visible (from the request, recorded by the page), and the script received on the wire; old and new alternating (`BENCH_RUNS`, default 7), medians' },
   { command: 'bench:reports', measures: 'a tenant seeded with SQL for `BENCH_SEED_SECONDS` (default 600) towards 1,000,000 conversations and 10,000,000 messages, newest first, so the last 30 days have the density of the full tenant: the 30-day summary and daily series (per-day rollups), the same from the facts, and searches, p50 and p99; then sends and closes with report facts on and off in turns (`DATABASE_URL`, a database of its own)' },
+  { command: 'bench:capacity', measures: 'the capacity model (below) ramped until a step fails: simultaneous people, messages/s, and the service\'s CPU, event loop and memory, PostgreSQL\'s and the load generator\'s CPU at the last passing step; PostgreSQL + Redis with `DATABASE_URL` and `REDIS_URL`, else the embedded default; `--soak` (or `BENCH_SOAK_MINUTES`) the soak at half the capacity on record' },
   { command: 'bench:compare a.json b.json', measures: 'the change of every figure between two results files (the newest run of each)' },
 ];
 
@@ -102,6 +111,10 @@ function show(value: number, unit: Unit): string {
       return `${Math.round(value)} MiB`;
     case 'KiB':
       return `${Math.round(value)} KiB`;
+    case 'people':
+      return `${Math.round(value).toLocaleString('en-US')} people`;
+    case 'count':
+      return String(Math.round(value));
   }
 }
 
@@ -126,6 +139,7 @@ export function render(results: Map<string, Run[]>): string {
     for (const bench of goal.benches) {
       const runs = results.get(bench) ?? [];
       for (const database of [...new Set(runs.map((r) => r.database))].sort()) {
+        if (goal.database && database !== goal.database) continue;
         const measured = runs.filter((r) => r.database === database).flatMap((r) => {
           const value = figureOf(r, goal);
           return value === undefined ? [] : [{ value, date: r.date.slice(0, 10) }];
@@ -171,7 +185,8 @@ ${BENCHMARKS.map((b) => {
   const record = files.map((f) => `\`results/${f}.json\``).join(', ') || '-';
   return `| \`${b.command}\` | ${b.measures} | ${record} |`;
 }).join('\n')}
-`;
+
+${describeModel()}`;
 }
 
 export function readResults(root: string): Map<string, Run[]> {
