@@ -82,6 +82,7 @@ import { WorkflowService } from './workflows/workflow.service.ts';
 import { skipPlainParameterMutation } from './http/parameter-mutator.ts';
 import { indexRouteLookup } from './http/route-lookup.ts';
 import { compileValidatorsWithoutPaths } from './http/validator-compile.ts';
+import { prepareContractLazily } from './http/validator-startup.ts';
 import { SecretBox } from './shared/secret-box.ts';
 import { TENANT_ID } from './shared/ids.ts';
 
@@ -298,9 +299,11 @@ function validatorWithAccess(contract: Contract, validateResponses: boolean, pat
     indexRouteLookup();
     compileValidatorsWithoutPaths();
     skipPlainParameterMutation();
+    prepareContractLazily();
   }
   const chain = OpenApiValidator.middleware({
-    apiSpec: structuredClone(contract.document) as never,
+    // The validator copies the document before it changes anything in it (its middleware() does): not copied here too.
+    apiSpec: contract.document as never,
     // The contract is checked where it is written (npm run lint:spec, test/integration/contract.test.ts); checking
     // it again against the OpenAPI schema on every start was most of the validator's start-up time.
     validateApiSpec: false,

@@ -1,7 +1,10 @@
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { type Resolver, addressRefusal, filteringLookup } from '../delivery/transport.ts';
+
+// node:http and node:https are taken with process.getBuiltinModule, not imported: an ESM import of node:http
+// makes Node load its bundled undici (http.WebSocket) at start, tens of milliseconds of every restart.
+const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule('node:http');
+const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule('node:https');
 
 // The built-in `llm` bot's call: one OpenAI-compatible chat completion. Any failure is an answer too
 // (the bot hands off), so this never throws.

@@ -2,7 +2,6 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { fileTypeFromBuffer } from 'file-type';
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
 import type { FileRow } from '../db/schema.ts';
@@ -66,6 +65,8 @@ export function attachmentDisposition(name: string): string {
  * an attachment with nosniff besides.
  */
 export async function sniffContentType(head: Buffer): Promise<string> {
+  // Loaded at the first upload, not at start: only uploads need it.
+  const { fileTypeFromBuffer } = await import('file-type');
   const found = await fileTypeFromBuffer(head);
   if (found) return found.mime;
   if (head.length > 0 && looksLikeText(head)) return 'text/plain; charset=utf-8';

@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
-import { Agent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
 import type * as Minio from 'minio';
+
+// node:http and node:https are taken with process.getBuiltinModule, not imported: an ESM import of node:http
+// makes Node load its bundled undici (http.WebSocket) at start, tens of milliseconds of every restart.
+const { Agent, request: httpRequest } = process.getBuiltinModule('node:http');
+const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule('node:https');
 
 /** Where file bytes live. Keys are `<tenant id>/<file id>`. */
 // Loaded only for S3 storage: the embedded default (local disk) need not pay for it on every start.
@@ -150,7 +153,7 @@ export class S3Storage implements FileStorage {
   readonly spoolDir: string;
   readonly client: Minio.Client;
   readonly #signer: Minio.Client;
-  readonly #agent: Agent;
+  readonly #agent: InstanceType<typeof Agent>;
 
   constructor(options: S3Options) {
     this.bucket = options.bucket;

@@ -34,7 +34,7 @@ const LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
 
 /**
  * The service's Prometheus metrics (docs/operations.md, Metrics, says what each means). One per process:
- * server.ts makes it and hands it to the app, the gateway and anything else that reports.
+ * service.ts makes it and hands it to the app, the gateway and anything else that reports.
  *
  * Features register their own series here: `gauge()` for a value read at scrape time (a queue's depth,
  * counted when Prometheus asks), `counter()` / `histogram()` for things that happen. Names start with
