@@ -5,7 +5,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
-import { TransactionAbortedError, isConnectionError } from './errors.ts';
+import { TransactionAbortedError, isLostConnection } from './errors.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
@@ -451,7 +451,7 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
  * away, and waiting again would only double the wait), nor when fn had finished (the loss may have cut
  * the commit, whose outcome is unknown).
  */
-async function retryingLostConnection<T>(run: (fn: (trx: Tx) => Promise<T>) => Promise<T>, fn: (trx: Tx) => Promise<T>): Promise<T> {
+export async function retryingLostConnection<T>(run: (fn: (trx: Tx) => Promise<T>) => Promise<T>, fn: (trx: Tx) => Promise<T>): Promise<T> {
   let started = false;
   let finished = false;
   const tracked = async (trx: Tx) => {
@@ -463,7 +463,7 @@ async function retryingLostConnection<T>(run: (fn: (trx: Tx) => Promise<T>) => P
   try {
     return await run(tracked);
   } catch (err) {
-    if (!started || finished || !isConnectionError(err)) throw err;
+    if (!started || finished || !isLostConnection(err)) throw err;
     await new Promise((resolve) => setTimeout(resolve, LOST_CONNECTION_RETRY_MS));
     return run(fn);
   }

@@ -64,6 +64,25 @@ export function isConnectionError(err: unknown, depth = 0): boolean {
   return isConnectionError(e.cause, depth + 1);
 }
 
+// What only a connection attempt fails with (nothing is reached, or the server takes no one now): behind a
+// pooler these come inside a transaction, at its first statement, but still mean no connection was had.
+const CONNECT_ONLY_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', '53300', '57P03', '08001', '08004']);
+
+function failedToConnect(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 3) return false;
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown };
+  if (typeof e.code === 'string' && CONNECT_ONLY_CODES.has(e.code)) return true;
+  if (typeof e.message === 'string' && e.message.startsWith('timeout exceeded when trying to connect')) return true;
+  // Connecting to a name with several addresses fails with an AggregateError of each attempt.
+  if (Array.isArray(e.errors)) return true;
+  return failedToConnect(e.cause, depth + 1);
+}
+
+/** True when err says a connection the work was using went away (not that none could be had). */
+export function isLostConnection(err: unknown): boolean {
+  return isConnectionError(err) && !failedToConnect(err);
+}
+
 /** The AppError a lost database connection stands for, or undefined if err is something else. */
 export function asUnavailable(err: unknown): AppError | undefined {
   if (err instanceof AppError || !isConnectionError(err)) return undefined;

@@ -133,7 +133,6 @@ export async function inTenantTransaction<T>(
   /** A workflow run's change: its events carry the run's depth, so the runs they start know theirs. */
   options: { workflowDepth?: number } = {},
 ): Promise<T> {
-  let pending: StoredEvent[] = [];
   // The events handed to this instance's streams as the feed will hold them, when one of them wants this
   // tenant's and no other writer of the tenant runs here (always on PGlite, where it costs nothing: one
   // transaction runs at a time). On PostgreSQL the first event's insert also finds out whether its place in
@@ -141,16 +140,16 @@ export async function inTenantTransaction<T>(
   const concurrent = database.kind !== 'pglite';
   const writing = bus.beginWrite(tenantId);
   const handing = !concurrent || writing.handoff;
-  let handoff: FeedHandoff | undefined;
-  let result: T;
+  let committed: { result: T; pending: StoredEvent[]; handoff: FeedHandoff | undefined };
   try {
-    result = await database.withTenant(
+    committed = await database.withTenant(
       tenantId,
       async (trx) => {
-        // A run again after a lost connection starts afresh: the first run's events were never committed.
-        pending = [];
-        handoff = handing ? { tenantId, after: FEED_START, rows: [] } : undefined;
-        const done = await fn(trx, async (type, data, routing = {}) => {
+        // Each run keeps its own events: one run again after a lost connection starts afresh, as the first
+        // run's events were never committed.
+        const pending: StoredEvent[] = [];
+        let handoff: FeedHandoff | undefined = handing ? { tenantId, after: FEED_START, rows: [] } : undefined;
+        const result = await fn(trx, async (type, data, routing = {}) => {
           const first = handoff?.rows.length === 0;
           const insert = (trx: Tx, event: NewEvent): Promise<Awaited<ReturnType<typeof insertEventAsFeedRow>> | void> =>
             handoff ? insertEventAsFeedRow(trx, event, { concurrent: concurrent && first }) : insertEvent(trx, event);
@@ -167,7 +166,7 @@ export async function inTenantTransaction<T>(
         });
         // An aborted transaction (a failed statement caught) would commit as a silent rollback, and handed-over
         // rows would be events that do not exist: its commit fails instead (TransactionAbortedError).
-        return done;
+        return { result, pending, handoff };
       },
       // The work of these transactions is all in the database (its events are published after the commit).
       { eventWriter: true, retryLostConnection: true },
@@ -175,6 +174,7 @@ export async function inTenantTransaction<T>(
   } finally {
     writing.end();
   }
+  const { result, pending, handoff } = committed;
   bus.publish(pending, handoff);
   return result;
 }
