@@ -473,10 +473,16 @@ export const samples: Record<string, Record<string, unknown>> = {
     },
   }),
   'reports/facts.repository.ts': of<typeof facts>({
-    insertFacts: [[{ tenant_id: 'tn', conversation_id: 'conv', kind: 'response', at: NOW, department_id: null, agent_id: 'usr', seconds: 1, bh_seconds: null }]],
-    visitorWrote: ['conv', NOW],
+    recordReply: [{ tenantId: 'tn', conversationId: 'conv', agentId: 'usr', at: NOW }],
+    recordClose: [{ tenantId: 'tn', conversationId: 'conv', at: NOW, survey: true }],
+    recordReopen: [{ tenantId: 'tn', conversationId: 'conv', at: NOW }],
     lockFactsContext: ['conv'],
-    updateFactsState: { cases: { changes: ['conv', { awaiting_since: null }], reopened: ['conv', { opened_at: NOW }, true] } },
+    writeFacts: {
+      cases: {
+        facts: ['conv', [{ tenant_id: 'tn', conversation_id: 'conv', kind: 'response', at: NOW, department_id: null, agent_id: 'usr', seconds: 1, bh_seconds: 0.5 }], { awaiting_since: null }],
+        'state only': ['conv', [], { awaiting_since: null }],
+      },
+    },
   }),
   'reports/report.repository.ts': of<typeof report>({
     factTotals: {
@@ -488,6 +494,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     factGrid: { cases: { 'per hour': [{ tenantId: 'tn', start: NOW, end: NOW }, { unit: 'hour', timeZone: 'UTC' }] } },
     rollupTotals: { cases: { summary: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }, false] } },
     rollupGrid: { cases: { 'per day': [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'label', key: 'lbl' }, true] } },
+    rollupDailyPercentiles: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }],
     tenantTimeZone: ['tn'],
   }),
 };

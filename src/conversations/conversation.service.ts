@@ -444,7 +444,6 @@ export class ConversationService {
   // A workflow's skip_survey closes without the survey.
   async #close(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date, survey = true) {
     await repo.updateConversation(trx, conversation.id, { status: 'closed', closed_at: now }, now);
-    await factsOnClose(trx, conversation, now, survey);
     await endSnooze(trx, emit, conversation.id, 'closed', now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.closed }, now);
     let surveyId: string | null = null;
@@ -458,6 +457,8 @@ export class ConversationService {
       { conversation_id: conversation.id, survey_id: surveyId, closed_at: now.toISOString() },
       { conversationId: conversation.id },
     );
+    // Last: its rollups' rows are the tenant's for the day, shared by every close, and stay locked to the commit.
+    await factsOnClose(trx, conversation, now, survey);
   }
 
   // ---- Workflow actions (src/workflows/) ------------------------------------------------------------
@@ -519,9 +520,10 @@ export class ConversationService {
   // Reopening: open and unassigned; department and bot state stay as they are.
   async #reopen(trx: Tx, emit: Emit, conversation: { id: string; tenant_id: string }, now: Date) {
     await repo.updateConversation(trx, conversation.id, { status: 'open', assigned_user_id: null, closed_at: null }, now);
-    await factsOnReopen(trx, conversation, now);
     await appendMessage(trx, emit, conversation, { sender_type: 'system', sender_id: null, type: 'system', content: VISITOR_NOTICES.reopened }, now);
     await emit('conversation.reopened', { conversation_id: conversation.id }, { conversationId: conversation.id });
+    // Last, as a close's (its rollups' rows are shared by the tenant's reopens of the day).
+    await factsOnReopen(trx, conversation, now);
   }
 
   // Online first, then away, then offline; among equals the fewest open conversations, then the one who

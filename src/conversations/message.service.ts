@@ -94,10 +94,12 @@ export async function appendMessage(
     { countMessage: counted },
   );
   const dto = toMessageDto(row, new Map((message.attachments ?? []).map((a) => [a.id, a])));
-  // Reports' facts (src/reports/facts.ts), and a visitor's message ends a snooze (src/snooze/).
-  await factsOnMessage(trx, conversation, message, now);
+  // A visitor's message ends a snooze (src/snooze/).
   if (message.sender_type === 'visitor') await endSnooze(trx, emit, conversation.id, 'reply', now);
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
+  // Reports' facts (src/reports/facts.ts), last: a reply's rollups' rows are the tenant's for the day,
+  // shared by every reply, and stay locked to the commit.
+  await factsOnMessage(trx, conversation, message, now);
   return dto;
 }
 

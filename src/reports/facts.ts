@@ -17,7 +17,7 @@ import * as repo from './facts.repository.ts';
 //   assignment after it. The assignment time is kept by a trigger (every way of assigning sets it); the
 //   fact is written by the next reply or close, which can count business hours, dated at the assignment.
 
-type Context = NonNullable<Awaited<ReturnType<typeof repo.lockFactsContext>>>;
+type Context = repo.FactsContext;
 
 // On, always, except in scripts/bench/reports.ts, which measures what writing facts costs a send and a
 // close by turning these hooks off (and the facts' triggers, in its own database) in the same run.
@@ -40,17 +40,19 @@ function queueWait(ctx: Context, conversation: { id: string; tenant_id: string }
   return duration(ctx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'queue_wait', at, department_id: ctx.department_id, agent_id: ctx.assigned_user_id }, ctx.queued_since, at);
 }
 
-/** A message was added (src/conversations appendMessage). */
+/**
+ * A message was added (src/conversations appendMessage). A visitor's visible text marks the wait in the
+ * message's own statement (a trigger, migration 2026-12-01T09-00-00); a member's reply is one statement
+ * (two where business hours apply).
+ */
 export async function factsOnMessage(
   trx: Tx,
   conversation: { id: string; tenant_id: string },
   message: { sender_type: MessageSenderType; sender_id: string | null; type: MessageType; internal?: boolean },
   now: Date,
 ): Promise<void> {
-  if (!hooksOn || message.internal || message.type !== 'text') return;
-  if (message.sender_type === 'visitor') return repo.visitorWrote(trx, conversation.id, now);
-  if (message.sender_type !== 'user') return;
-  const ctx = await repo.lockFactsContext(trx, conversation.id);
+  if (!hooksOn || message.internal || message.type !== 'text' || message.sender_type !== 'user') return;
+  const ctx = await repo.recordReply(trx, { tenantId: conversation.tenant_id, conversationId: conversation.id, agentId: message.sender_id, at: now });
   if (!ctx) return;
   const facts: repo.NewFact[] = [];
   const base = { tenant_id: conversation.tenant_id, conversation_id: conversation.id, at: now, department_id: ctx.department_id, agent_id: message.sender_id };
@@ -59,36 +61,30 @@ export async function factsOnMessage(
   const firstResponse = !ctx.first_response_at && ctx.first_visitor_at !== null;
   if (firstResponse) facts.push(duration(ctx, { ...base, kind: 'first_response' }, ctx.first_visitor_at!, now));
   if (ctx.awaiting_since) facts.push(duration(ctx, { ...base, kind: 'response' }, ctx.awaiting_since, now));
-  if (facts.length === 0) return;
-  await repo.insertFacts(trx, facts);
-  await repo.updateFactsState(trx, conversation.id, {
+  await repo.writeFacts(trx, conversation.id, facts, {
     awaiting_since: null,
     ...(firstResponse ? { first_response_at: now } : {}),
     ...(wait ? { queue_wait_recorded: true } : {}),
   });
 }
 
-/** The conversation was closed (with a survey sent, or not). */
+/** The conversation was closed (with a survey sent, or not): one statement (two where business hours apply). */
 export async function factsOnClose(trx: Tx, conversation: { id: string; tenant_id: string }, now: Date, survey: boolean): Promise<void> {
   if (!hooksOn) return;
-  const ctx = await repo.lockFactsContext(trx, conversation.id);
+  const ctx = await repo.recordClose(trx, { tenantId: conversation.tenant_id, conversationId: conversation.id, at: now, survey });
   if (!ctx) return;
   const base = { tenant_id: conversation.tenant_id, conversation_id: conversation.id, at: now, department_id: ctx.department_id, agent_id: ctx.assigned_user_id };
   const facts: repo.NewFact[] = [duration(ctx, { ...base, kind: 'resolution' }, ctx.opened_at, now)];
   if (survey) facts.push({ ...base, kind: 'survey' });
   const wait = queueWait(ctx, conversation);
   if (wait) facts.push(wait);
-  await repo.insertFacts(trx, facts);
-  await repo.updateFactsState(trx, conversation.id, { closed_at: now, awaiting_since: null, queued_since: null, ...(wait ? { queue_wait_recorded: true } : {}) });
+  await repo.writeFacts(trx, conversation.id, facts, { closed_at: now, awaiting_since: null, queued_since: null, ...(wait ? { queue_wait_recorded: true } : {}) });
 }
 
-/** The conversation was reopened: open and unassigned, it waits in the queue again. */
+/** The conversation was reopened: open and unassigned, it waits in the queue again. One statement. */
 export async function factsOnReopen(trx: Tx, conversation: { id: string; tenant_id: string }, now: Date): Promise<void> {
   if (!hooksOn) return;
-  const ctx = await repo.lockFactsContext(trx, conversation.id);
-  if (!ctx) return;
-  await repo.insertFacts(trx, [{ tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'reopen', at: now, department_id: ctx.department_id, agent_id: null }]);
-  await repo.updateFactsState(trx, conversation.id, { opened_at: now, closed_at: null, queued_since: now, first_assigned_at: null, queue_wait_recorded: false }, true);
+  await repo.recordReopen(trx, { tenantId: conversation.tenant_id, conversationId: conversation.id, at: now });
 }
 
 /** A bot handed the conversation to the team (to `assignee`, or to the queue). The team's clock starts now. */
@@ -96,10 +92,8 @@ export async function factsOnHandoff(trx: Tx, conversation: { id: string; tenant
   if (!hooksOn) return;
   const ctx = await repo.lockFactsContext(trx, conversation.id);
   if (!ctx) return;
-  await repo.insertFacts(trx, [
-    duration(ctx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'handoff', at: now, department_id: ctx.department_id, agent_id: assignee }, ctx.created_at, now),
-  ]);
-  await repo.updateFactsState(trx, conversation.id, {
+  const handoff = duration(ctx, { tenant_id: conversation.tenant_id, conversation_id: conversation.id, kind: 'handoff', at: now, department_id: ctx.department_id, agent_id: assignee }, ctx.created_at, now);
+  await repo.writeFacts(trx, conversation.id, [handoff], {
     queued_since: assignee ? null : now,
     first_assigned_at: null,
     queue_wait_recorded: false,

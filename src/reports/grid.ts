@@ -31,6 +31,12 @@ export function percentileOf(counts: { grid: number; n: number }[], p: number): 
     }
     return sorted.at(-1)!.grid;
   };
-  const a = at(lo);
-  return lo === hi ? a : a + (at(hi) - a) * (pos - lo);
+  return interpolated(at(lo), at(hi), total, p);
+}
+
+/** percentileOf's last step, given the values at the two ranks it interpolates between (a SQL ranking's). */
+export function interpolated(a: number, b: number, total: number, p: number): number {
+  const pos = p * (total - 1);
+  const lo = Math.floor(pos);
+  return lo === Math.ceil(pos) ? a : a + (b - a) * (pos - lo);
 }

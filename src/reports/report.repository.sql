@@ -134,6 +134,67 @@ group by
 having
   sum(g.n) > 0;
 
+-- report.rollupDailyPercentiles
+select
+  k.kind,
+  p.bucket,
+  p.total,
+  p.median_lo,
+  p.median_hi,
+  p.p90_lo,
+  p.p90_hi
+from
+  unnest(array[$1, $2, $3, $4]::text[]) as k (kind)
+  cross join lateral (
+    select
+      to_char(c.day, 'YYYY-MM-DD') as bucket,
+      max(c.total)::bigint as total,
+      min(c.grid) filter (
+        where
+          c.upto > floor(0.5::float8 * (c.total - 1))
+      )::bigint as median_lo,
+      min(c.grid) filter (
+        where
+          c.upto > ceil(0.5::float8 * (c.total - 1))
+      )::bigint as median_hi,
+      min(c.grid) filter (
+        where
+          c.upto > floor(0.9::float8 * (c.total - 1))
+      )::bigint as p90_lo,
+      min(c.grid) filter (
+        where
+          c.upto > ceil(0.9::float8 * (c.total - 1))
+      )::bigint as p90_hi
+    from
+      (
+        select
+          g.day,
+          g.grid,
+          sum(g.n) over (
+            partition by
+              g.day
+            order by
+              g.grid
+          ) as upto,
+          sum(g.n) over (
+            partition by
+              g.day
+          ) as total
+        from
+          report_daily_grid g
+        where
+          g.tenant_id = $5
+          and g.kind = k.kind
+          and g.dimension = $6
+          and g.key = $7
+          and g.day between $8::date and $9::date
+          and not g.business
+          and g.n > 0
+      ) as c
+    group by
+      c.day
+  ) as p;
+
 -- report.tenantTimeZone
 select
   "timezone"

@@ -120,6 +120,47 @@ export async function rollupGrid(trx: Tx, filter: RollupFilter, perDay: boolean)
   return rows;
 }
 
+/** Per kind and day: the count on the grid and the grid values at the ranks a median and a p90 interpolate between. */
+export interface DailyPercentiles {
+  kind: string;
+  bucket: string;
+  total: number;
+  median_lo: number;
+  median_hi: number;
+  p90_lo: number;
+  p90_hi: number;
+}
+
+/**
+ * The daily series' medians and p90s (durations, not business hours) from the daily grid, per kind and
+ * day, without sending the grid: per day it holds hundreds of values per kind, and a 30-day series would
+ * carry a hundred thousand rows to be ranked in the app. The ranks are percentileOf's (src/reports/grid.ts):
+ * the value at rank r is the first whose running count passes r; the app interpolates between them.
+ */
+export async function rollupDailyPercentiles(trx: Tx, filter: RollupFilter): Promise<DailyPercentiles[]> {
+  // Per kind, so that each reads the primary key in its order (day, then grid: business is fixed) and
+  // ranks without sorting; a row per grid value and day (its key is unique): no grouping first.
+  const { rows } = await sql<DailyPercentiles>`
+    select k.kind, p.bucket, p.total, p.median_lo, p.median_hi, p.p90_lo, p.p90_hi
+    from unnest(${kinds(DURATION_KINDS)}) as k (kind)
+    cross join lateral (
+      select to_char(c.day, 'YYYY-MM-DD') as bucket, max(c.total)::bigint as total,
+        min(c.grid) filter (where c.upto > floor(0.5::float8 * (c.total - 1)))::bigint as median_lo,
+        min(c.grid) filter (where c.upto > ceil(0.5::float8 * (c.total - 1)))::bigint as median_hi,
+        min(c.grid) filter (where c.upto > floor(0.9::float8 * (c.total - 1)))::bigint as p90_lo,
+        min(c.grid) filter (where c.upto > ceil(0.9::float8 * (c.total - 1)))::bigint as p90_hi
+      from (
+        select g.day, g.grid, sum(g.n) over (partition by g.day order by g.grid) as upto, sum(g.n) over (partition by g.day) as total
+        from report_daily_grid g
+        where g.tenant_id = ${filter.tenantId} and g.kind = k.kind and g.dimension = ${filter.dimension} and g.key = ${filter.key}
+          and g.day between ${filter.firstDay}::date and ${filter.lastDay}::date and not g.business and g.n > 0
+      ) as c
+      group by c.day
+    ) as p
+  `.execute(trx);
+  return rows;
+}
+
 export async function tenantTimeZone(trx: Tx, tenantId: string): Promise<string> {
   const row = await trx.selectFrom('tenants').select('timezone').where('id', '=', tenantId).executeTakeFirstOrThrow();
   return row.timezone;

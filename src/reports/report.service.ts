@@ -3,7 +3,7 @@ import type { Database, Tx } from '../db/database.ts';
 import { dayNumberOf, instantOf, isTimeZone } from '../hours/schedule.ts';
 import { invalidInput } from '../shared/errors.ts';
 import type { Principal } from '../shared/principal.ts';
-import { percentileOf } from './grid.ts';
+import { interpolated, percentileOf } from './grid.ts';
 import * as repo from './report.repository.ts';
 
 type S = components['schemas'];
@@ -32,6 +32,8 @@ const ratio = (a: number, b: number) => (b === 0 ? null : round(a / b));
 interface KindFigures {
   totals: repo.Totals | undefined;
   grid: repo.GridCount[];
+  /** Ranked in SQL (a daily series from the rollups): the grid is not sent. */
+  ranked?: repo.DailyPercentiles | undefined;
 }
 
 function figuresOf(n: number, msSum: number, grid: repo.GridCount[]): S['ReportDurationFigures'] {
@@ -44,6 +46,17 @@ function figuresOf(n: number, msSum: number, grid: repo.GridCount[]): S['ReportD
 }
 
 function figures(k: KindFigures): S['ReportDurationFigures'] {
+  if ('ranked' in k) {
+    const r = k.ranked;
+    const n = Number(k.totals?.n ?? 0);
+    const at = (lo: number, hi: number, p: number) => (r ? round(interpolated(Number(lo), Number(hi), Number(r.total), p)) : null);
+    return {
+      count: n,
+      average_seconds: n === 0 ? null : round(Number(k.totals?.ms_sum ?? 0) / n / 1000),
+      median_seconds: r ? at(r.median_lo, r.median_hi, 0.5) : null,
+      p90_seconds: r ? at(r.p90_lo, r.p90_hi, 0.9) : null,
+    };
+  }
   return figuresOf(Number(k.totals?.n ?? 0), Number(k.totals?.ms_sum ?? 0), k.grid.filter((g) => !g.business));
 }
 
@@ -58,13 +71,19 @@ function buckets(k: KindFigures): S['ReportBucket'][] {
   return cumulative.map((c, i) => ({ le_seconds: FIRST_RESPONSE_BUCKETS[i] ?? null, count: c - (i === 0 ? 0 : cumulative[i - 1]!) }));
 }
 
-/** Totals and grid counts by bucket and kind. */
-function index(totals: repo.Totals[], grid: repo.GridCount[]): (bucket: string | null, kind: string) => KindFigures {
+/** Totals and grid counts (or percentiles ranked in SQL) by bucket and kind. */
+function index(totals: repo.Totals[], grid: repo.GridCount[], ranked?: repo.DailyPercentiles[]): (bucket: string | null, kind: string) => KindFigures {
   const t = new Map(totals.map((r) => [`${r.bucket}|${r.kind}`, r]));
   const g = new Map<string, repo.GridCount[]>();
   for (const r of grid) {
     const key = `${r.bucket}|${r.kind}`;
-    g.set(key, [...(g.get(key) ?? []), { ...r, grid: Number(r.grid), n: Number(r.n) }]);
+    const list = g.get(key) ?? [];
+    if (list.length === 0) g.set(key, list);
+    list.push({ ...r, grid: Number(r.grid), n: Number(r.n) });
+  }
+  if (ranked) {
+    const p = new Map(ranked.map((r) => [`${r.bucket}|${r.kind}`, r]));
+    return (bucket, kind) => ({ totals: t.get(`${bucket}|${kind}`), grid: [], ranked: p.get(`${bucket}|${kind}`) });
   }
   return (bucket, kind) => ({ totals: t.get(`${bucket}|${kind}`), grid: g.get(`${bucket}|${kind}`) ?? [] });
 }
@@ -131,8 +150,12 @@ export class ReportService {
     if (this.#read === 'rollups' && unit !== 'hour' && timeZone === tenantZone && filters.length <= 1) {
       const [dimension, key] = filters[0] ?? (['tenant', ''] as const);
       const filter = { tenantId: principal.tenantId, firstDay: dayKey(range.first), lastDay: dayKey(range.last), dimension, key };
-      const perDay = unit === 'day';
-      const [totals, grid] = [await repo.rollupTotals(trx, filter, perDay), await repo.rollupGrid(trx, filter, perDay)];
+      if (unit === 'day') {
+        // A series shows each day's median and p90 only (no business hours): ranked in SQL.
+        const [totals, ranked] = [await repo.rollupTotals(trx, filter, true), await repo.rollupDailyPercentiles(trx, filter)];
+        return { timeZone, range, of: index(totals, [], ranked), path: 'rollups' as const };
+      }
+      const [totals, grid] = [await repo.rollupTotals(trx, filter, false), await repo.rollupGrid(trx, filter, false)];
       return { timeZone, range, of: index(totals, grid), path: 'rollups' as const };
     }
     const filter = { tenantId: principal.tenantId, start: range.start, end: range.end, departmentId: query.department_id, agentId: query.agent_id, labelId: query.label_id };

@@ -16,13 +16,8 @@ with
         else 0
       end as rank
     from
-      messages m,
-      q
-    where
-      (
-        to_tsvector('simple', m.content) @@ q.tsq
-        or m.content ilike $3
-      )
+      q,
+      search_messages (q.tsq, $3::text, $4::boolean) m
     order by
       m.conversation_id,
       rank desc,
@@ -54,21 +49,21 @@ with
       ) @@ q.tsq
       or (
         coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '')
-      ) ilike $4
+      ) ilike $5
   ),
   label_hits as (
     select
       cl.conversation_id,
       0.1 + case
-        when lower(l.name) = $5 then 0.1
+        when lower(l.name) = $6 then 0.1
         else 0
       end as rank
     from
       labels l
       join conversation_labels cl on cl.label_id = l.id
     where
-      lower(l.name) = $6
-      or l.name ilike $7
+      lower(l.name) = $7
+      or l.name ilike $8
   ),
   hits as (
     select
@@ -115,9 +110,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $8
-    offset
       $9
+    offset
+      $10
   )
 select
   r.conversation_id,
@@ -127,7 +122,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $10)
+    else ts_headline('simple', mh.content, q.tsq, $11)
   end as snippet
 from
   ranked r
@@ -154,14 +149,8 @@ with
         else 0
       end as rank
     from
-      messages m,
-      q
-    where
-      (
-        to_tsvector('simple', m.content) @@ q.tsq
-        or m.content ilike $3
-      )
-      and not m.internal
+      q,
+      search_messages (q.tsq, $3::text, $4::boolean) m
     order by
       m.conversation_id,
       rank desc,
@@ -193,21 +182,21 @@ with
       ) @@ q.tsq
       or (
         coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '')
-      ) ilike $4
+      ) ilike $5
   ),
   label_hits as (
     select
       cl.conversation_id,
       0.1 + case
-        when lower(l.name) = $5 then 0.1
+        when lower(l.name) = $6 then 0.1
         else 0
       end as rank
     from
       labels l
       join conversation_labels cl on cl.label_id = l.id
     where
-      lower(l.name) = $6
-      or l.name ilike $7
+      lower(l.name) = $7
+      or l.name ilike $8
   ),
   hits as (
     select
@@ -247,7 +236,7 @@ with
       join conversations c on c.id = h.conversation_id
     where
       true
-      and c.status = $8
+      and c.status = $9
       and exists (
         select
           1
@@ -255,9 +244,9 @@ with
           conversation_labels fl
         where
           fl.conversation_id = c.id
-          and fl.label_id = $9
+          and fl.label_id = $10
       )
-      and c.bot_id = $10
+      and c.bot_id = $11
     group by
       h.conversation_id
     order by
@@ -265,9 +254,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $11
-    offset
       $12
+    offset
+      $13
   )
 select
   r.conversation_id,
@@ -277,7 +266,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $13)
+    else ts_headline('simple', mh.content, q.tsq, $14)
   end as snippet
 from
   ranked r
