@@ -9,11 +9,10 @@
 //   npm run bench:fanout                                  # embedded PGlite
 //   DATABASE_URL=postgres://... npm run bench:fanout
 //   BENCH_SOCKETS=1000,10000 BENCH_EVENTS=20 ...
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { WebSocket } from 'ws';
 import { type Figures, writeResults } from './results.ts';
-import { jsonPost, startProcess } from './support.ts';
+import { type EventListeners, jsonPost, newTimings, openFileLimits, percentile, startProcess, timeEvent } from './support.ts';
 
 const sizes = (process.env.BENCH_SOCKETS ?? '1000,10000').split(',').map(Number);
 // 100 events: with 20, the p99 was the single slowest event.
@@ -22,11 +21,6 @@ const eventsPerSize = Number(process.env.BENCH_EVENTS ?? 100);
 // hundred sends of a process just started ran its send path still being compiled (sent one at a time with no
 // sockets, the second half of 400 sends answered at 6.1 ms p50, the second half of 3,000 at 4.8 ms).
 const warmUpEvents = Number(process.env.BENCH_WARMUP_EVENTS ?? 200);
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 
 console.log(`fan-out benchmark: ${cpus().length} cores, ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${eventsPerSize} events per size\n`);
 console.log('sockets   server    connect s   last socket p50 ms   p99 ms   max ms   RSS per idle connection   p50, p99 of bare   CPU per event');
@@ -65,7 +59,7 @@ for (const n of sizes) {
     // The two servers take turns, event by event (the service first: the bare one sends its frame), so that
     // the machine's speed, which wanders within a run, weighs on both alike. Unless both sets of sockets
     // would pass this process's limit of open files: then the service's events come first, then the bare's.
-    const inTurns = 2 * n + 1000 <= openFileLimit();
+    const inTurns = 2 * n + 1000 <= openFileLimits().soft;
     const serviceRun = newTimings();
     const bareRun = newTimings();
     let cpuBefore = { service: 0, bare: 0 };
@@ -77,7 +71,7 @@ for (const n of sizes) {
     }
     const cpuServiceAfter = cpuSeconds();
     if (!inTurns) {
-      console.log(`${''.padEnd(9)} (one server after the other: ${2 * n} sockets would pass the limit of open files, ${openFileLimit()})`);
+      console.log(`${''.padEnd(9)} (one server after the other: ${2 * n} sockets would pass the limit of open files, ${openFileLimits().soft})`);
       service.close();
       bareSockets = await openSockets(n, bare.url.replace('http', 'ws'), {});
       for (let e = -warmUpEvents; e < eventsPerSize; e++) {
@@ -127,11 +121,8 @@ for (const n of sizes) {
 }
 writeResults('fanout', figures, { events: eventsPerSize });
 
-interface Sockets {
+interface Sockets extends EventListeners {
   connectSeconds: number;
-  /** Called with each message.created frame's content, on every socket. */
-  onContent: (content: string) => void;
-  n: number;
   close(): void;
 }
 
@@ -166,36 +157,4 @@ async function openSockets(n: number, wsUrl: string, headers: Record<string, str
   }
   opened.connectSeconds = Number(((Date.now() - started) / 1000).toFixed(1));
   return opened;
-}
-
-/** This process's limit of open files (Linux; the sockets are files). */
-function openFileLimit(): number {
-  const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-  return !line || line[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(line[1]);
-}
-
-function newTimings() {
-  return { completions: [] as number[], answered: [] as number[], afterAnswer: [] as number[] };
-}
-
-/**
- * One event: from the request that causes it to the moment the last socket has its frame. Recorded in
- * `into` unless it is a warm-up event.
- */
-async function timeEvent(sockets: Sockets, content: string, send: (content: string) => Promise<void>, into?: ReturnType<typeof newTimings>) {
-  let received = 0;
-  const t0 = performance.now();
-  const done = new Promise<number>((resolve) => {
-    sockets.onContent = (c) => {
-      if (c === content && ++received === sockets.n) resolve(performance.now() - t0);
-    };
-  });
-  await send(content);
-  const answeredAt = performance.now() - t0;
-  const completion = await done;
-  if (!into) return;
-  into.answered.push(answeredAt);
-  into.completions.push(completion);
-  // From the request's answer to the last socket: the send's own time (its transaction, its durable commit) left out.
-  into.afterAnswer.push(Math.max(0, completion - answeredAt));
 }

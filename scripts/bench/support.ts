@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export const freePort = () =>
@@ -14,11 +14,11 @@ export const freePort = () =>
  * Starts a server script in a process of its own (so that the load generator does not share its event
  * loop) on a free loopback port, and waits until /api/health answers.
  */
-export async function startProcess(script: string, env: Record<string, string>) {
+export async function startProcess(script: string, env: Record<string, string>, nodeArgs: string[] = []) {
   const port = await freePort();
   // BENCH_CPU_PROF=dir: the service writes a V8 CPU profile there when it stops (chrome://inspect, or speedscope).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, script], {
+  const child = spawn(process.execPath, [...profile, ...nodeArgs, script], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -41,6 +41,7 @@ export async function startProcess(script: string, env: Record<string, string>) 
       const { user, system } = cpuOfStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
       return user + system;
     },
+    pid: child.pid!,
     /** CPU time by kind of thread (threadCpu). */
     threadCpu: () => threadCpu(child.pid!),
     stop: () =>
@@ -127,4 +128,69 @@ export function threadCpuSince(before: Map<string, CpuTimes>, after: Map<string,
     used.set(name, { user: times.user - was.user, system: times.system - was.system });
   }
   return used;
+}
+
+export const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+};
+
+/** This process's limit of open files (Linux; the sockets are files), soft and hard. */
+export function openFileLimits(): { soft: number; hard: number } {
+  const line = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  const value = (v: string | undefined) => (!v || v === 'unlimited' ? Number.POSITIVE_INFINITY : Number(v));
+  return { soft: value(line?.[1]), hard: value(line?.[2]) };
+}
+
+/** Sockets that hear one event's frame: `onContent` is called with its content and how many sockets had it. */
+export interface EventListeners {
+  n: number;
+  onContent: (content: string, sockets?: number) => void;
+}
+
+export function newTimings() {
+  return { completions: [] as number[], answered: [] as number[], afterAnswer: [] as number[] };
+}
+
+/**
+ * One event: from the request that causes it to the moment the last socket has its frame. Recorded in
+ * `into` unless it is a warm-up event.
+ */
+export async function timeEvent(sockets: EventListeners, content: string, send: (content: string) => Promise<void>, into?: ReturnType<typeof newTimings>) {
+  let received = 0;
+  const t0 = performance.now();
+  const done = new Promise<number>((resolve) => {
+    sockets.onContent = (c, count = 1) => {
+      if (c === content && (received += count) === sockets.n) resolve(performance.now() - t0);
+    };
+  });
+  await send(content);
+  const answeredAt = performance.now() - t0;
+  const completion = await done;
+  if (!into) return;
+  into.answered.push(answeredAt);
+  into.completions.push(completion);
+  // From the request's answer to the last socket: the send's own time (its transaction, its durable commit) left out.
+  into.afterAnswer.push(Math.max(0, completion - answeredAt));
+}
+
+/** Node's flags for a server whose memory is read after a collection (memoryAfterGc). */
+export const MEMORY_PROBE_ARGS = ['--expose-gc', '--import', new URL('./memory-probe.ts', import.meta.url).pathname];
+
+/**
+ * A server's memory after a garbage collection, in KiB: the server was started with MEMORY_PROBE_ARGS and
+ * BENCH_MEMORY_FILE=file (scripts/bench/memory-probe.ts). Settles first: sockets just opened leave buffers
+ * and timers that go within a second or two.
+ */
+export async function memoryAfterGc(pid: number, file: string, settleMs = 2000): Promise<{ rssKiB: number; heapKiB: number }> {
+  await new Promise((r) => setTimeout(r, settleMs));
+  rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  for (let i = 0; !existsSync(file); i++) {
+    if (i > 300) throw new Error(`no memory report from process ${pid}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const usage = JSON.parse(readFileSync(file, 'utf8')) as NodeJS.MemoryUsage;
+  // The heap and what lives outside it (the sockets' buffers).
+  return { rssKiB: usage.rss / 1024, heapKiB: (usage.heapUsed + usage.external) / 1024 };
 }
