@@ -5,7 +5,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
-import { TransactionAbortedError, isLostConnection } from './errors.ts';
+import { TransactionAbortedError, isConnectTimeout, isConnectionError, isLostConnection } from './errors.ts';
 import { PGlitePool } from './pglite-pool.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
@@ -34,6 +34,8 @@ export interface WithTenantOptions {
 
 /** The pause before running a transaction again whose connection was lost: a pooler restarting is back in this. */
 const LOST_CONNECTION_RETRY_MS = 250;
+/** How long a transaction that could not get a connection tries again before it fails (then 503). */
+export const CONNECT_RETRY_BUDGET_MS = 1000;
 
 export interface Database {
   readonly kind: 'postgres' | 'pglite';
@@ -404,7 +406,9 @@ const logOption = (options: DatabaseOptions) =>
     : {};
 
 function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolStats'], patchedClient = false): Database {
-  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
+  const asRole = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) =>
+    kind === 'postgres' ? connectingAgain((f) => asRoleOnce(role, tenantId, f, eventWriter), fn) : asRoleOnce(role, tenantId, fn, eventWriter);
+  const asRoleOnce = <T>(role: string, tenantId: string, fn: (trx: Tx) => Promise<T>, eventWriter = false) => {
     // On PostgreSQL the BEGIN and settings travel with the transaction's first statement, one round trip
     // for all three (ServiceClient); the tenant goes as a parameter.
     if (patchedClient) {
@@ -466,5 +470,27 @@ export async function retryingLostConnection<T>(run: (fn: (trx: Tx) => Promise<T
     if (!started || finished || !isLostConnection(err)) throw err;
     await new Promise((resolve) => setTimeout(resolve, LOST_CONNECTION_RETRY_MS));
     return run(fn);
+  }
+}
+
+/**
+ * Tries a transaction again, for a second at most, when it failed before fn began because no connection
+ * could be had or the one had broke at once: a pooler or a server restarting is back within that (a
+ * PgBouncer restart refuses connections for a few hundred milliseconds), and nothing of fn has run. A
+ * connection attempt that timed out has waited long enough already.
+ */
+export async function connectingAgain<T>(run: (fn: (trx: Tx) => Promise<T>) => Promise<T>, fn: (trx: Tx) => Promise<T>, budgetMs = CONNECT_RETRY_BUDGET_MS): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let pause = 100; ; pause *= 2) {
+    let started = false;
+    try {
+      return await run((trx) => {
+        started = true;
+        return fn(trx);
+      });
+    } catch (err) {
+      if (started || !isConnectionError(err) || isConnectTimeout(err) || Date.now() + pause > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 }

@@ -78,6 +78,14 @@ function failedToConnect(err: unknown, depth = 0): boolean {
   return failedToConnect(e.cause, depth + 1);
 }
 
+/** True when err says a connection attempt ran out of time (waiting again would double a long wait). */
+export function isConnectTimeout(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 3) return false;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown };
+  if (e.code === 'ETIMEDOUT' || (typeof e.message === 'string' && e.message.startsWith('timeout exceeded when trying to connect'))) return true;
+  return isConnectTimeout(e.cause, depth + 1);
+}
+
 /** True when err says a connection the work was using went away (not that none could be had). */
 export function isLostConnection(err: unknown): boolean {
   return isConnectionError(err) && !failedToConnect(err);

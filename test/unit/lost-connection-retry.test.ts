@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type Tx, retryingLostConnection } from '../../src/db/database.ts';
+import { type Tx, connectingAgain, retryingLostConnection } from '../../src/db/database.ts';
 import { isConnectionError, isLostConnection } from '../../src/db/errors.ts';
 
 // When a transaction runs again (src/db/database.ts, withTenant's retryLostConnection). The lost connection
@@ -109,5 +109,52 @@ describe('running a transaction again after a lost connection', () => {
       expect(isConnectionError(err), err.message).to.equal(true);
       expect(isLostConnection(err), err.message).to.equal(false);
     }
+  });
+});
+
+describe('connecting again when no connection could be had', () => {
+  /** A runner whose first `refusals` attempts fail to connect (fn never runs), with `error`. */
+  function refusing(refusals: number, error: () => Error = refused) {
+    let attempts = 0;
+    const run = async <T>(fn: (trx: Tx) => Promise<T>): Promise<T> => {
+      attempts += 1;
+      if (attempts <= refusals) throw error();
+      return fn(trx);
+    };
+    return { run, attempts: () => attempts };
+  }
+
+  it('tries again while connecting is refused (a pooler restarting), and runs fn once when it connects', async () => {
+    const { run, attempts } = refusing(2);
+    let runs = 0;
+    expect(await connectingAgain(run, async () => ++runs)).to.equal(1);
+    expect(attempts()).to.equal(3);
+  });
+
+  it('gives up within its budget when connecting stays refused', async () => {
+    const { run, attempts } = refusing(Infinity);
+    const t0 = Date.now();
+    const result = await outcome(connectingAgain(run, async () => 'never', 500));
+    expect(result).to.have.property('error');
+    expect(Date.now() - t0).to.be.below(500 + 100);
+    expect(attempts()).to.be.within(2, 4);
+  });
+
+  it('never tries again once fn began, after a connect timeout, or on another error', async () => {
+    let runs = 0;
+    const lostInFn = await outcome(
+      connectingAgain(runner().run, async () => {
+        runs += 1;
+        throw cut();
+      }),
+    );
+    expect(lostInFn).to.have.property('error');
+    expect(runs).to.equal(1);
+    const timedOut = refusing(Infinity, () => new Error('timeout exceeded when trying to connect'));
+    await outcome(connectingAgain(timedOut.run, async () => undefined));
+    expect(timedOut.attempts()).to.equal(1);
+    const other = refusing(Infinity, () => Object.assign(new Error('permission denied'), { code: '42501' }));
+    await outcome(connectingAgain(other.run, async () => undefined));
+    expect(other.attempts()).to.equal(1);
   });
 });
