@@ -20,6 +20,8 @@ import type { SessionChange } from '../auth/session-cache.ts';
 export { CLOSE } from './connection.ts';
 
 export const WS_PATH = '/api/v1/ws';
+
+const ignoreError = () => undefined;
 /** Frames of one socket read and not yet handled: past it the client is flooding, and is closed. */
 export const MAX_FRAMES_WAITING = 64;
 
@@ -154,8 +156,10 @@ export class RealtimeGateway {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       // Node hands the socket over without an 'error' listener: a client (or the balancer) resetting it
       // while the upgrade is authenticated or refused (an instance draining after SIGTERM) would end the
-      // process on an unhandled ECONNRESET. ws adds its own once the upgrade completes.
-      socket.on('error', () => undefined);
+      // process on an unhandled ECONNRESET. ws adds its own once the upgrade completes. A function of the
+      // module, not a closure: the listener stays for the socket's life, and a closure made here would keep
+      // this upgrade's request, URL and head with it (bench:sockets, heap per idle socket).
+      socket.on('error', ignoreError);
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (url.pathname !== WS_PATH) return refuseUpgrade(socket, new AppError('ERR_NOT_FOUND', 'No such route'));
       authenticateUpgrade(this.#deps, req, url).then(
