@@ -32,8 +32,12 @@ export interface WithTenantOptions {
   retryLostConnection?: boolean;
 }
 
-/** The pause before running a transaction again whose connection was lost: a pooler restarting is back in this. */
-const LOST_CONNECTION_RETRY_MS = 250;
+/**
+ * How long a transaction whose connection was lost keeps running again (after 250 ms, then twice as long
+ * each time): a pooler restarting, or a failover's promotion behind it (PgBouncer answering "server login
+ * has been failing" meanwhile), is back within it.
+ */
+export const LOST_CONNECTION_RETRY_BUDGET_MS = 2000;
 /** How long a transaction that could not get a connection tries again before it fails (then 503). */
 export const CONNECT_RETRY_BUDGET_MS = 1000;
 
@@ -450,26 +454,30 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
 }
 
 /**
- * Runs the transaction once more when its connection was lost while fn ran: the server never saw a
- * COMMIT, so nothing of the first run stands. Not when connecting failed (fn never started: the server is
- * away, and waiting again would only double the wait), nor when fn had finished (the loss may have cut
- * the commit, whose outcome is unknown).
+ * Runs the transaction again when its connection was lost while fn ran: the server never saw a COMMIT, so
+ * nothing of that run stands. Not when connecting failed (fn never started: connectingAgain's case), nor
+ * when fn had finished (the loss may have cut the commit, whose outcome is unknown).
  */
-export async function retryingLostConnection<T>(run: (fn: (trx: Tx) => Promise<T>) => Promise<T>, fn: (trx: Tx) => Promise<T>): Promise<T> {
-  let started = false;
-  let finished = false;
-  const tracked = async (trx: Tx) => {
-    started = true;
-    const result = await fn(trx);
-    finished = true;
-    return result;
-  };
-  try {
-    return await run(tracked);
-  } catch (err) {
-    if (!started || finished || !isLostConnection(err)) throw err;
-    await new Promise((resolve) => setTimeout(resolve, LOST_CONNECTION_RETRY_MS));
-    return run(fn);
+export async function retryingLostConnection<T>(
+  run: (fn: (trx: Tx) => Promise<T>) => Promise<T>,
+  fn: (trx: Tx) => Promise<T>,
+  budgetMs = LOST_CONNECTION_RETRY_BUDGET_MS,
+): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let pause = 250; ; pause *= 2) {
+    let started = false;
+    let finished = false;
+    try {
+      return await run(async (trx) => {
+        started = true;
+        const result = await fn(trx);
+        finished = true;
+        return result;
+      });
+    } catch (err) {
+      if (!started || finished || !isLostConnection(err) || Date.now() + pause > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 }
 
