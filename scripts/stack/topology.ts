@@ -113,6 +113,11 @@ export function haproxyConfig(options: { bind: string; backends: Backend[]; log:
     '',
     'backend instances',
     '  balance roundrobin',
+    // An instance killed while it holds a request leaves it unanswered: that request goes to another
+    // instance once when replaying it is safe, a read or a write carrying an Idempotency-Key (the service
+    // answers a replayed key with the first answer, or makes the write once).
+    '  retry-on conn-failure empty-response',
+    '  http-request disable-l7-retry unless METH_GET || { req.hdr(idempotency-key) -m found }',
     '  option httpchk GET /api/ready',
     '  http-check expect status 200',
     '  default-server inter 1s fastinter 500ms downinter 1s fall 2 rise 2',
