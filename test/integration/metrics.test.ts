@@ -105,8 +105,11 @@ describe('metrics', () => {
       expect(labels).not.to.contain('4711');
       expect(labels).not.to.contain(conv.body.id);
 
-      expect(sample(text, 'chat_events_written_total', { type: 'conversation.created' })).to.equal(1);
-      expect(sample(text, 'chat_events_written_total', { type: 'message.created' })).to.equal(1);
+      // At least: on a shared PostgreSQL this instance's scheduled jobs also act for other tests' tenants (the
+      // return timer's notice, a bot's answer), and those events count here too.
+      expect(sample(text, 'chat_events_written_total', { type: 'conversation.created' })).to.be.at.least(1);
+      const written = (scraped: string) => sample(scraped, 'chat_events_written_total', { type: 'message.created' }) ?? 0;
+      expect(written(text) - written(before), 'the send counted').to.be.at.least(1);
       expect(sample(text, 'chat_events_delivered_total', { audience: 'member' })).to.be.greaterThan(deliveredBefore);
       expect(sample(text, 'chat_event_delivery_lag_seconds_count')).to.be.at.least(1);
 
