@@ -80,6 +80,54 @@ export function databaseCpuSeconds(): number {
   return seconds;
 }
 
+/** CPU seconds (user + system) process `pid` has used so far; 0 once it is gone. */
+export function processCpuSeconds(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const { user, system } = cpuOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return user + system;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU seconds used so far by `pid` and by every process under it (a PostgreSQL postmaster and its
+ * backends, apart from the other clusters of this machine), by process id: compare two readings with
+ * cpuSecondsSince, since a backend that ends (an idle pool closing its connection) takes its CPU with it.
+ */
+export function processTreeCpu(pid: number | undefined): Map<number, number> {
+  const used = new Map<number, number>();
+  if (!pid) return used;
+  const children = new Map<number, number[]>();
+  const seconds = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+      const { user, system } = cpuOfStat(stat);
+      seconds.set(Number(entry), user + system);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  for (const queue = [pid]; queue.length > 0; ) {
+    const next = queue.pop()!;
+    if (seconds.has(next)) used.set(next, seconds.get(next)!);
+    queue.push(...(children.get(next) ?? []));
+  }
+  return used;
+}
+
+/** CPU seconds used between two readings of processTreeCpu: by the processes of the second, from their start or the first. */
+export function cpuSecondsSince(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
+  return total;
+}
+
 /** User and system CPU seconds. */
 export interface CpuTimes {
   user: number;
