@@ -1,14 +1,10 @@
 import { expect } from 'chai';
 import type { Express } from 'express';
-import pino from 'pino';
 import request from 'supertest';
-import { buildApp } from '../../src/app.ts';
-import { EventBus } from '../../src/events/bus.ts';
-import { WorkflowRunner } from '../../src/workflows/workflow.runner.ts';
 import { eventually } from '../support/eventually.ts';
 import { type TestTenant, createConversation, createTenant, eventsOf } from '../support/factories.ts';
-import { type Harness, getHarness } from '../support/harness.ts';
 import { expectProblem } from '../support/problem.ts';
+import { type WorkflowApp, startWorkflowApp } from '../support/workflow-app.ts';
 
 // Labels inside running workflows (issue 44): the condition conversation.labels (contains, not_contains,
 // is_set, is_not_set) and the actions add_label and remove_label, run by a real WorkflowRunner on the
@@ -19,36 +15,16 @@ const today = () => new Date().toISOString().slice(0, 10);
 
 describe('labels in workflows', function () {
   this.timeout(60_000);
-  let h: Harness;
   let app: Express;
-  let runner: WorkflowRunner;
+  let started: WorkflowApp;
   const tenants: TestTenant[] = [];
 
   before(async () => {
-    h = await getHarness();
-    const bus = new EventBus();
-    const built = buildApp({ ...h.deps, bus });
-    app = built.app;
-    runner = new WorkflowRunner({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
-      bus,
-      mailer: h.deps.mailer,
-      conversations: built.services.conversations,
-      allowPrivate: true,
-      timeoutMs: 400,
-      retryDelaysMs: [50, 100],
-      pollMs: 50,
-    });
-    runner.start();
+    started = await startWorkflowApp();
+    app = started.app;
   });
 
-  after(async () => {
-    await runner.stop();
-    // On a shared PostgreSQL database, runs left pending would be retried by the next run's runner.
-    const ids = tenants.map((t) => t.tenantId);
-    if (ids.length > 0) await h.database.asSystem((trx) => trx.deleteFrom('workflows').where('tenant_id', 'in', ids).execute());
-  });
+  after(() => started.stop(tenants.map((t) => t.tenantId)));
 
   async function tenant() {
     const t = await createTenant({ timezone: 'UTC' });

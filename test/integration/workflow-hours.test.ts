@@ -1,46 +1,23 @@
 import { expect } from 'chai';
 import type { Express } from 'express';
-import pino from 'pino';
 import request from 'supertest';
-import { buildApp } from '../../src/app.ts';
-import { EventBus } from '../../src/events/bus.ts';
-import { WorkflowRunner } from '../../src/workflows/workflow.runner.ts';
 import { createConversation, createTenant, type TestTenant } from '../support/factories.ts';
-import { getHarness } from '../support/harness.ts';
 import { expectProblem } from '../support/problem.ts';
+import { type WorkflowApp, startWorkflowApp } from '../support/workflow-app.ts';
 import { eventually } from '../support/eventually.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
 describe('workflows: the inside / outside business hours condition', () => {
   let app: Express;
-  let runner: WorkflowRunner;
+  let started: WorkflowApp;
   const tenants: string[] = [];
 
   before(async () => {
-    const h = await getHarness();
-    const bus = new EventBus();
-    const built = buildApp({ ...h.deps, bus });
-    app = built.app;
-    runner = new WorkflowRunner({
-      database: h.database,
-      logger: pino({ level: 'silent' }),
-      bus,
-      mailer: h.deps.mailer,
-      conversations: built.services.conversations,
-      allowPrivate: true,
-      timeoutMs: 400,
-      retryDelaysMs: [50],
-      pollMs: 50,
-    });
-    runner.start();
+    started = await startWorkflowApp({ retryDelaysMs: [50] });
+    app = started.app;
   });
-  after(async () => {
-    await runner.stop();
-    const h = await getHarness();
-    // On a shared PostgreSQL database, runs left pending would be retried by the next run's runner.
-    if (tenants.length > 0) await h.database.asSystem((trx) => trx.deleteFrom('workflows').where('tenant_id', 'in', tenants).execute());
-  });
+  after(() => started.stop(tenants));
 
   const workflow = async (t: TestTenant, hours: 'open' | 'closed') =>
     (
