@@ -1434,9 +1434,10 @@ export interface paths {
          * Find conversations by what was written, who wrote and how they are labelled
          * @description Matches `q` against the text of messages (internal notes too, except for a bot's key, which sees
          *     what the visitor sees, in the conversations it was given), the contact's name, e-mail and custom attributes, and label names. Whole
-         *     words match by PostgreSQL full text search with the `simple` configuration (no stemming, no stop
-         *     words: any language it can split into words); parts of words of three characters or more match by
-         *     trigrams (`pg_trgm`). Best match first (`rank`); each result says where it matched and, for a
+         *     words and word beginnings match by PostgreSQL full text search with the `simple` configuration (no
+         *     stemming, no stop words: any language it can split into words); parts of words of three characters
+         *     or more match by trigrams (`pg_trgm`). In messages, parts of words are looked for only when no whole
+         *     word or word beginning matched in the tenant's messages. Best match first (`rank`); each result says where it matched and, for a
          *     message, shows the matching part with the words in `<b>…</b>` (the rest HTML-escaped).
          *     `q` over 200 characters, or with no letter or digit, is 400 naming `q`.
          */
