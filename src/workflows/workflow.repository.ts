@@ -188,7 +188,7 @@ export async function enabledWorkflowsOf(trx: Tx, tenantIds: string[], triggerTy
   if (tenantIds.length === 0 || triggerTypes.length === 0) return [];
   return trx
     .selectFrom('workflows')
-    .select(['id', 'tenant_id', 'trigger_type', 'trigger', 'actions', 'created_at'])
+    .select(['id', 'tenant_id', 'trigger_type', 'trigger', 'conditions', 'actions', 'created_at'])
     .where('tenant_id', 'in', tenantIds)
     .where('trigger_type', 'in', triggerTypes)
     .where('enabled', '=', true)
@@ -205,7 +205,7 @@ export interface NewRun {
   conversation_id: string | null;
   depth: number;
   actions: unknown[];
-  /** Set for a run recorded as skipped (too deep), which never runs. */
+  /** Set for a run recorded as skipped (too deep, or conditions the event alone fails), which never runs. */
   skip_reason?: WorkflowSkipReason;
 }
 

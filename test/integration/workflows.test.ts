@@ -238,6 +238,8 @@ describe('workflows', () => {
         ['skipped', 'conditions'],
       ]);
       expect(runs[0]!.actions[0]).to.include({ status: 'skipped', detail: 'the conditions did not hold' });
+      // Conditions on the message alone are judged as the run is made: never claimed, never attempted.
+      expect(runs.map((r) => r.attempts)).to.deep.equal([0, 1, 0]);
       const system = (await messagesOf(t, conv.id)).filter((m) => m.content === 'Refunds take 5 days.');
       expect(system).to.have.length(1);
       expect(system[0]).to.include({ sender_type: 'system', type: 'system', internal: false, sender_id: null });
