@@ -217,6 +217,7 @@ select
   "tenant_id",
   "trigger_type",
   "trigger",
+  "conditions",
   "actions",
   "created_at"
 from
