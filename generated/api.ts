@@ -5027,10 +5027,37 @@ export interface operations {
                      *           "created_at": "2026-11-22T08:00:00.000Z",
                      *           "rotated_at": "2026-11-25T08:00:00.000Z",
                      *           "last_used_at": "2026-11-27T14:12:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c61",
+                     *           "name": "Website sign-up form",
+                     *           "scopes": [
+                     *             "contacts:write",
+                     *             "widgets:read"
+                     *           ],
+                     *           "prefix": "chat_Zx4nW2bT",
+                     *           "created_at": "2026-11-23T12:30:00.000Z",
+                     *           "rotated_at": null,
+                     *           "last_used_at": "2026-11-28T09:47:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "key_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4d61",
+                     *           "name": "Nightly reports",
+                     *           "scopes": [
+                     *             "billing:read",
+                     *             "conversations:read",
+                     *             "team:read",
+                     *             "webhooks:read",
+                     *             "workflows:read"
+                     *           ],
+                     *           "prefix": "chat_Hq9vE5mJ",
+                     *           "created_at": "2026-11-24T07:00:00.000Z",
+                     *           "rotated_at": null,
+                     *           "last_used_at": "2026-11-28T02:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 2,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -5648,10 +5675,34 @@ export interface operations {
                      *           "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_def",
                      *           "pdf_url": "https://pay.stripe.com/invoice/acct_1/test_def/pdf",
                      *           "created_at": "2026-12-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "in_1QxYzA2eZvKYlo2C0a1b2c3f",
+                     *           "number": "4F2A1B3C-0003",
+                     *           "status": "void",
+                     *           "amount": 1470,
+                     *           "currency": "eur",
+                     *           "period_start": "2026-12-02T15:30:00.000Z",
+                     *           "period_end": "2026-12-21T10:00:00.000Z",
+                     *           "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_ghi",
+                     *           "pdf_url": "https://pay.stripe.com/invoice/acct_1/test_ghi/pdf",
+                     *           "created_at": "2026-12-02T15:30:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "in_1QxYzA2eZvKYlo2C0a1b2c3g",
+                     *           "number": null,
+                     *           "status": "draft",
+                     *           "amount": 9800,
+                     *           "currency": "eur",
+                     *           "period_start": "2027-01-21T10:00:00.000Z",
+                     *           "period_end": "2027-02-21T10:00:00.000Z",
+                     *           "hosted_invoice_url": null,
+                     *           "pdf_url": null,
+                     *           "created_at": "2027-01-21T09:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 2,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -5891,10 +5942,40 @@ export interface operations {
                      *           "llm": null,
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4ba0",
+                     *           "name": "Ava",
+                     *           "kind": "llm",
+                     *           "avatar_url": null,
+                     *           "webhook_url": null,
+                     *           "enabled": true,
+                     *           "handoff_department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60",
+                     *           "llm": {
+                     *             "base_url": "http://llm.internal.example.com/v1",
+                     *             "model": "gpt-4o-mini",
+                     *             "system_prompt": "You answer questions about orders, deliveries and returns for Example Shop. Hand off to a person when unsure.",
+                     *             "timeout_ms": 8000,
+                     *             "api_key_set": true
+                     *           },
+                     *           "created_at": "2026-11-22T09:30:00.000Z",
+                     *           "updated_at": "2026-11-25T14:10:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4ca0",
+                     *           "name": "Order tracker",
+                     *           "kind": "webhook",
+                     *           "avatar_url": "https://cdn.example.com/tracker.png",
+                     *           "webhook_url": "https://bots.example.com/order-tracker",
+                     *           "enabled": false,
+                     *           "handoff_department_id": null,
+                     *           "llm": null,
+                     *           "created_at": "2026-11-23T15:00:00.000Z",
+                     *           "updated_at": "2026-11-26T08:20:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -6651,10 +6732,33 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b72",
+                     *           "name": "Margaret Hamilton",
+                     *           "email": "margaret@apollo.example.org",
+                     *           "phone": null,
+                     *           "company": "Apollo Guidance",
+                     *           "custom_attributes": {
+                     *             "plan": "pro",
+                     *             "orders": 7
+                     *           },
+                     *           "created_at": "2026-11-22T14:20:00.000Z",
+                     *           "updated_at": "2026-11-25T09:05:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c72",
+                     *           "name": null,
+                     *           "email": "jo@example.org",
+                     *           "phone": null,
+                     *           "company": null,
+                     *           "custom_attributes": {},
+                     *           "created_at": "2026-11-24T19:48:00.000Z",
+                     *           "updated_at": "2026-11-24T19:48:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -7823,10 +7927,20 @@ export interface operations {
                      *           ],
                      *           "created_at": "2026-11-21T10:30:00.000Z",
                      *           "updated_at": "2026-11-21T10:30:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c60",
+                     *           "name": "Billing",
+                     *           "description": "Invoices, refunds and payment methods",
+                     *           "member_ids": [
+                     *             "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b56"
+                     *           ],
+                     *           "created_at": "2026-11-22T08:45:00.000Z",
+                     *           "updated_at": "2026-11-24T13:20:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 2,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -8361,10 +8475,22 @@ export interface operations {
                      *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
                      *           "domain": "shop.example.org",
                      *           "created_at": "2026-11-22T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c81",
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b80",
+                     *           "domain": "help.example.com",
+                     *           "created_at": "2026-11-22T08:20:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "dom_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4d81",
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c80",
+                     *           "domain": "account.example.com",
+                     *           "created_at": "2026-11-23T11:10:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 2,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -8500,6 +8626,52 @@ export interface operations {
                      *           "created_at": "2026-11-22T09:00:00.000Z",
                      *           "data": {
                      *             "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b75",
+                     *           "type": "conversation.assigned",
+                     *           "tenant_id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56",
+                     *           "created_at": "2026-11-22T09:00:02.000Z",
+                     *           "data": {
+                     *             "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *             "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b55",
+                     *             "previous_assigned_user_id": null,
+                     *             "by": "routing"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c75",
+                     *           "type": "conversation.transferred",
+                     *           "tenant_id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56",
+                     *           "created_at": "2026-11-22T09:06:40.000Z",
+                     *           "data": {
+                     *             "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *             "assigned_user_id": "usr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b56",
+                     *             "department_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4d75",
+                     *           "type": "conversation.closed",
+                     *           "tenant_id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56",
+                     *           "created_at": "2026-11-22T09:18:05.000Z",
+                     *           "data": {
+                     *             "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *             "survey_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a7a",
+                     *             "closed_at": "2026-11-22T09:18:05.000Z"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4e75",
+                     *           "type": "csat.submitted",
+                     *           "tenant_id": "tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56",
+                     *           "created_at": "2026-11-22T09:19:30.000Z",
+                     *           "data": {
+                     *             "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *             "survey_id": "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a7a",
+                     *             "rating": 5,
+                     *             "comment": "Quick and friendly, thank you!"
                      *           }
                      *         }
                      *       ],
@@ -9760,7 +9932,8 @@ export interface operations {
                      *           "seat": "full",
                      *           "department_ids": [
                      *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a60",
-                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60"
+                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b60",
+                     *             "01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c60"
                      *           ],
                      *           "presence": "away",
                      *           "open_conversations": 1
@@ -10212,10 +10385,43 @@ export interface operations {
                      *             "url": "https://shop.example.com/pricing",
                      *             "title": "Pricing"
                      *           }
+                     *         },
+                     *         {
+                     *           "id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b71",
+                     *           "name": "Grace Hopper",
+                     *           "email": "grace@example.com",
+                     *           "contact_id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a72",
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c80",
+                     *           "last_seen_at": "2026-11-21T10:03:12.000Z",
+                     *           "current_page": {
+                     *             "url": "https://shop.example.com/account/orders/1234",
+                     *             "title": "Order 1234"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c71",
+                     *           "name": null,
+                     *           "email": "jo@example.org",
+                     *           "contact_id": "ct_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c72",
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b80",
+                     *           "last_seen_at": "2026-11-21T09:58:40.000Z",
+                     *           "current_page": {
+                     *             "url": "https://help.example.com/returns",
+                     *             "title": "Returns and refunds"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "vis_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4d71",
+                     *           "name": null,
+                     *           "email": null,
+                     *           "contact_id": null,
+                     *           "widget_id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a80",
+                     *           "last_seen_at": "2026-11-21T09:41:00.000Z",
+                     *           "current_page": null
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -10346,10 +10552,36 @@ export interface operations {
                      *           "disabled_at": "2026-11-26T10:00:00.000Z",
                      *           "created_at": "2026-11-21T11:00:00.000Z",
                      *           "updated_at": "2026-11-26T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c90",
+                     *           "url": "https://ops.example.com/chat-events",
+                     *           "events": [
+                     *             "*"
+                     *           ],
+                     *           "description": "Data warehouse export",
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "disabled_at": null,
+                     *           "created_at": "2026-11-23T09:30:00.000Z",
+                     *           "updated_at": "2026-11-25T12:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "whk_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4d90",
+                     *           "url": "https://crm-old.example.com/hooks",
+                     *           "events": [
+                     *             "conversation.assigned"
+                     *           ],
+                     *           "description": "Old CRM (retired)",
+                     *           "enabled": false,
+                     *           "disabled_reason": "manual",
+                     *           "disabled_at": "2026-11-24T17:00:00.000Z",
+                     *           "created_at": "2026-11-10T09:00:00.000Z",
+                     *           "updated_at": "2026-11-24T17:00:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 2,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -11308,10 +11540,41 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b80",
+                     *           "name": "Help centre",
+                     *           "settings": {
+                     *             "color": "#0f8a5f",
+                     *             "greeting": "Searching for an answer? Ask us here.",
+                     *             "position": "bottom-left",
+                     *             "away_message": "We are away until 9:00 tomorrow; leave your question and your e-mail and we will write back.",
+                     *             "bot_id": "bot_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0"
+                     *           },
+                     *           "identity_verification": {
+                     *             "required": false
+                     *           },
+                     *           "created_at": "2026-11-22T08:15:00.000Z",
+                     *           "updated_at": "2026-11-24T16:40:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "wgt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c80",
+                     *           "name": "Customer account",
+                     *           "settings": {
+                     *             "color": "#7a3cc8",
+                     *             "greeting": "Hello again! Questions about an order?",
+                     *             "position": "bottom-right",
+                     *             "hide_outside_hours": true
+                     *           },
+                     *           "identity_verification": {
+                     *             "required": true
+                     *           },
+                     *           "created_at": "2026-11-23T11:05:00.000Z",
+                     *           "updated_at": "2026-11-23T11:05:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -11638,10 +11901,41 @@ export interface operations {
                      *           ],
                      *           "created_at": "2026-11-22T10:00:00.000Z",
                      *           "updated_at": "2026-11-22T10:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4ca0",
+                     *           "name": "After hours",
+                     *           "enabled": false,
+                     *           "trigger": {
+                     *             "type": "conversation.created"
+                     *           },
+                     *           "conditions": [
+                     *             {
+                     *               "field": "conversation.business_hours",
+                     *               "operator": "equals",
+                     *               "value": "closed"
+                     *             }
+                     *           ],
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_message",
+                     *               "content": "We are closed right now and answer from 9:00. Leave your e-mail and we will write back."
+                     *             },
+                     *             {
+                     *               "type": "add_label",
+                     *               "label_id": "lbl_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b01"
+                     *             },
+                     *             {
+                     *               "type": "webhook",
+                     *               "url": "https://hooks.example.com/after-hours"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-23T18:00:00.000Z",
+                     *           "updated_at": "2026-11-24T09:12:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 2,
+                     *         "total": 3,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,
@@ -11994,10 +12288,71 @@ export interface operations {
                      *           ],
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "finished_at": null
+                     *         },
+                     *         {
+                     *           "id": "wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4ba1",
+                     *           "workflow_id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b91",
+                     *           "event_type": "conversation.closed",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a70",
+                     *           "depth": 1,
+                     *           "status": "succeeded",
+                     *           "skip_reason": null,
+                     *           "attempts": 1,
+                     *           "next_attempt_at": null,
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_transcript",
+                     *               "status": "succeeded",
+                     *               "detail": null,
+                     *               "attempts": 1,
+                     *               "next_attempt_at": null
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-21T09:42:10.000Z",
+                     *           "finished_at": "2026-11-21T09:42:11.000Z"
+                     *         },
+                     *         {
+                     *           "id": "wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4ca1",
+                     *           "workflow_id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c91",
+                     *           "event_type": "conversation.closed",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4b70",
+                     *           "depth": 1,
+                     *           "status": "skipped",
+                     *           "skip_reason": "conditions",
+                     *           "attempts": 0,
+                     *           "next_attempt_at": null,
+                     *           "actions": [],
+                     *           "created_at": "2026-11-21T09:15:03.000Z",
+                     *           "finished_at": "2026-11-21T09:15:03.000Z"
+                     *         },
+                     *         {
+                     *           "id": "wfr_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4da1",
+                     *           "workflow_id": "wf_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4aa0",
+                     *           "event_id": "evt_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4d91",
+                     *           "event_type": "conversation.closed",
+                     *           "conversation_id": "conv_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4c70",
+                     *           "depth": 1,
+                     *           "status": "failed",
+                     *           "skip_reason": null,
+                     *           "attempts": 5,
+                     *           "next_attempt_at": null,
+                     *           "actions": [
+                     *             {
+                     *               "type": "send_transcript",
+                     *               "status": "failed",
+                     *               "detail": "the mail server answered 550: mailbox unavailable (no such user: jo@example.org)",
+                     *               "attempts": 5,
+                     *               "next_attempt_at": null
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-20T17:02:00.000Z",
+                     *           "finished_at": "2026-11-20T17:34:00.000Z"
                      *         }
                      *       ],
                      *       "pagination": {
-                     *         "total": 1,
+                     *         "total": 4,
                      *         "limit": 20,
                      *         "offset": 0,
                      *         "has_more": false,

@@ -121,6 +121,19 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByLabel('Password').fill('correct horse battery');
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+    // The owner belongs to some of the example departments: each is a view under "My departments", and opens.
+    const departments = (await (await fetch(`${process.env.VITE_API_URL}/api/v1/departments`, { headers: { Authorization: 'Bearer x' } })).json()) as { data: { name: string; member_ids: string[] }[] };
+    const own = departments.data.filter((d) => d.member_ids.includes(owner.user_id));
+    expect(own.length).to.be.greaterThan(0);
+    expect(own.length).to.be.lessThan(departments.data.length);
+    const myDepartments = page.getByRole('navigation', { name: 'Conversation views' }).getByRole('list', { name: 'My departments' });
+    await myDepartments.waitFor(WAIT);
+    expect(await myDepartments.getByRole('link').count()).to.equal(own.length);
+    for (const department of own) {
+      await myDepartments.getByRole('link', { name: new RegExp(`^${department.name}`) }).click();
+      await page.getByRole('heading', { name: department.name, exact: true }).waitFor(WAIT);
+      await page.locator('.list').getByText(/Order 1234|Nothing here right now/).first().waitFor(WAIT);
+    }
     for (const [path, heading] of [
       ['setup/workspace', 'Name your workspace'],
       ['setup/widget', 'Make your chat bubble'],
