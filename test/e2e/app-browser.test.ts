@@ -1,5 +1,5 @@
 import { AxeBuilder } from '@axe-core/playwright';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
@@ -137,16 +137,24 @@ describe('the team app in a browser', function () {
     const visitor = await visitorBrowser.context.newPage();
     await openBubble(visitor, widget.id);
     await markDocument(agent);
-    await visitor.locator('chat-widget textarea#chat-input').fill('Do you ship to Norway?');
-    const sent = Date.now();
-    await visitor.keyboard.press('Enter');
-    const item = agent.locator('.conversations li', { hasText: 'Do you ship to Norway?' });
-    await item.waitFor(WAIT);
-    const tookMs = Date.now() - sent;
-    console.log(`      from the visitor's Enter to the agent's inbox: ${tookMs} ms`);
-    // Within a second, as an agent sees it. A machine running more than two runnable tasks per core
-    // (other work beside this test) cannot judge a second: then the time is printed, not judged.
-    if (loadavg()[0]! <= 2 * availableParallelism()) expect(tookMs, 'from the visitor\'s Enter to the agent\'s inbox, in ms').to.be.below(1000);
+    // Within a second, as an agent sees it: the first message (a new conversation in the list) and two
+    // more (its row's last message), each timed from the visitor's Enter to the row on the agent's screen.
+    // The median of the three is judged, always: one slow turn of a busy machine is not the app's time,
+    // and a slow median is.
+    const tookMs: number[] = [];
+    let item = agent.locator('.conversations li', { hasText: 'Do you ship to Norway?' });
+    for (const text of ['Do you ship to Norway?', 'Is there tracking?', 'And how long does a return take?']) {
+      await visitor.locator('chat-widget textarea#chat-input').fill(text);
+      const sent = Date.now();
+      await visitor.keyboard.press('Enter');
+      item = agent.locator('.conversations li', { hasText: text });
+      await item.waitFor(WAIT);
+      tookMs.push(Date.now() - sent);
+      await visitor.locator('chat-widget .log li.visitor', { hasText: text }).waitFor(WAIT);
+    }
+    const median = [...tookMs].sort((a, b) => a - b)[1]!;
+    console.log(`      from the visitor's Enter to the agent's inbox: ${tookMs.join(', ')} ms (median ${median} ms)`);
+    expect(median, `from the visitor's Enter to the agent's inbox, the median of ${tookMs.join(', ')} ms`).to.be.below(1000);
     await agent.getByRole('link', { name: viewName('Unassigned', 1) }).waitFor(WAIT);
     await item.getByRole('link').click();
     await agent.locator('.messages li.visitor', { hasText: 'Do you ship to Norway?' }).waitFor(WAIT);
@@ -735,7 +743,7 @@ describe('the team app in a browser', function () {
       const { page, errors } = await appPage(b);
       await page.goto(`${api}/app/`);
       await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
-      await shoot(page, `app-login-${device.name}`);
+      await shoot(page, `app-login-${device.name}`, { docs: true });
       await logIn(page, t.owner.email);
       await page.getByRole('link', { name: /^Unassigned/ }).click();
       for (const content of others) await page.locator('.conversations li', { hasText: content }).waitFor(WAIT);
