@@ -21,15 +21,21 @@ export const EVENT_WRITER_LOCK = 0x65767400;
 
 export type Tx = Transaction<DB>;
 
-export interface WithTenantOptions {
+/**
+ * Every transaction's fn may run more than once: when the connection is lost while fn runs (a pooler or a
+ * server restarted under it), nothing was committed, and fn runs again on a new connection after a short
+ * pause (retryingLostConnection). So fn keeps its effects in the transaction, and what it does outside
+ * (a request to a webhook, a mail, a publication) comes after the transaction returns; an effect that can
+ * only be made inside must be one that may happen twice (removing a stored file). A loss at the commit
+ * itself is never retried: its outcome is unknown.
+ */
+export interface TransactionOptions {
+  /** For the tests of that rule: fn runs once, and a lost connection fails the transaction (503). */
+  once?: boolean;
+}
+
+export interface WithTenantOptions extends TransactionOptions {
   eventWriter?: boolean;
-  /**
-   * fn may run twice: when the connection is lost while fn runs (a pooler or server restarted under it),
-   * nothing was committed, and fn runs once more on a new connection after a short pause. Only for an fn
-   * whose effects are all in the transaction; a loss at the commit itself is never retried (its outcome
-   * is unknown).
-   */
-  retryLostConnection?: boolean;
 }
 
 /**
@@ -51,7 +57,7 @@ export interface Database {
    */
   withTenant<T>(tenantId: string, fn: (trx: Tx) => Promise<T>, options?: WithTenantOptions): Promise<T>;
   /** Runs fn in a transaction as the system role, for deliberate cross-tenant work (login by e-mail, ...). */
-  asSystem<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
+  asSystem<T>(fn: (trx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   ping(): Promise<void>;
   /** Connections in use and idle, and callers waiting for one, now (metrics). */
   poolStats(): { inUse: number; idle: number; waiting: number };
@@ -437,14 +443,14 @@ function wrap(kind: Database['kind'], db: Kysely<DB>, poolStats: Database['poolS
       return fn(trx);
     });
   };
+  // PGlite runs in the process: it has no connection to lose.
+  const retrying = <T>(options: TransactionOptions | undefined, run: (fn: (trx: Tx) => Promise<T>) => Promise<T>, fn: (trx: Tx) => Promise<T>) =>
+    kind === 'postgres' && !options?.once ? retryingLostConnection(run, fn) : run(fn);
   return {
     kind,
     db,
-    withTenant: (tenantId, fn, options) =>
-      options?.retryLostConnection
-        ? retryingLostConnection((f) => asRole(REQUEST_ROLE, tenantId, f, options.eventWriter), fn)
-        : asRole(REQUEST_ROLE, tenantId, fn, options?.eventWriter),
-    asSystem: (fn) => asRole(SYSTEM_ROLE, '', fn),
+    withTenant: (tenantId, fn, options) => retrying(options, (f) => asRole(REQUEST_ROLE, tenantId, f, options?.eventWriter), fn),
+    asSystem: (fn, options) => retrying(options, (f) => asRole(SYSTEM_ROLE, '', f), fn),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

@@ -168,8 +168,8 @@ export async function inTenantTransaction<T>(
         // rows would be events that do not exist: its commit fails instead (TransactionAbortedError).
         return { result, pending, handoff };
       },
-      // The work of these transactions is all in the database (its events are published after the commit).
-      { eventWriter: true, retryLostConnection: true },
+      // Its events are published after the commit: a run again after a lost connection publishes nothing twice.
+      { eventWriter: true },
     );
   } finally {
     writing.end();

@@ -183,15 +183,45 @@ describe('the PostgreSQL pool when the server ends its connections', function ()
     expect(id).to.be.a('string');
   });
 
-  it('without the option, or when connecting fails, a lost connection is not run again', async () => {
+  it('every transaction runs again after a lost connection, those that write no event and the system role\'s too', async () => {
+    const t = await createTenant();
+    let runs = 0;
+    const name = await database.withTenant(t.tenantId, async (trx) => {
+      runs += 1;
+      const name = `plain-${runs}`;
+      await trx.insertInto('labels').values({ id: newId('label'), tenant_id: t.tenantId, name, color: '#123456', created_at: new Date(), updated_at: new Date() }).execute();
+      if (runs === 1) {
+        await loseConnection(trx);
+        await sql`select 1`.execute(trx);
+      }
+      return name;
+    });
+    expect(runs, 'run again once').to.equal(2);
+    expect(name).to.equal('plain-2');
+    const labels = await database.withTenant(t.tenantId, (trx) => trx.selectFrom('labels').select('name').where('name', 'like', 'plain-%').execute());
+    expect(labels, 'only the second run committed').to.deep.equal([{ name: 'plain-2' }]);
+    let systemRuns = 0;
+    const tenants = await database.asSystem(async (trx) => {
+      systemRuns += 1;
+      if (systemRuns === 1) await loseConnection(trx);
+      return (await sql<{ n: number }>`select count(*)::int as n from tenants where id = ${t.tenantId}`.execute(trx)).rows[0]!.n;
+    });
+    expect([systemRuns, tenants]).to.deep.equal([2, 1]);
+  });
+
+  it('with once, or when connecting fails, a lost connection is not run again', async () => {
     const t = await createTenant();
     let runs = 0;
     const failed = await database
-      .withTenant(t.tenantId, async (trx) => {
-        runs += 1;
-        await loseConnection(trx);
-        await sql`select 1`.execute(trx);
-      })
+      .withTenant(
+        t.tenantId,
+        async (trx) => {
+          runs += 1;
+          await loseConnection(trx);
+          await sql`select 1`.execute(trx);
+        },
+        { once: true },
+      )
       .then(() => undefined, (err: unknown) => err);
     expect(asUnavailable(failed), String(failed)).to.not.equal(undefined);
     expect(runs).to.equal(1);
@@ -199,7 +229,7 @@ describe('the PostgreSQL pool when the server ends its connections', function ()
     try {
       let started = 0;
       const refused = await unreachable
-        .withTenant(t.tenantId, async () => void (started += 1), { retryLostConnection: true })
+        .withTenant(t.tenantId, async () => void (started += 1))
         .then(() => undefined, (err: unknown) => err);
       expect(asUnavailable(refused), String(refused)).to.not.equal(undefined);
       expect(started).to.equal(0);

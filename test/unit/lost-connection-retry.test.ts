@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { type Tx, connectingAgain, retryingLostConnection } from '../../src/db/database.ts';
 import { isConnectionError, isLostConnection } from '../../src/db/errors.ts';
 
-// When a transaction runs again (src/db/database.ts, withTenant's retryLostConnection). The lost connection
+// When a transaction runs again (src/db/database.ts, every withTenant and asSystem on PostgreSQL). The lost connection
 // itself, cut by the server under a running transaction, is tried on PostgreSQL in
 // test/integration/resilience.test.ts; here each case the retry must refuse, which a real server makes
 // hard to time: a cut at the commit, and a connection never had.
