@@ -72,7 +72,7 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
     await page.getByRole('status').filter({ hasText: 'Live updates are off' }).waitFor({ state: 'attached', ...WAIT });
-    for (const view of ['Mine', 'Unassigned', 'All assigned', 'Closed']) {
+    for (const view of ['Mine', 'Unassigned', 'All assigned', 'Snoozed', 'Closed']) {
       await page.getByRole('link', { name: new RegExp(`^${view}`) }).click();
       await page.getByRole('heading', { name: view }).waitFor(WAIT);
       await page.locator('.list').getByText(/Order 1234|Nothing here right now/).first().waitFor(WAIT);
@@ -86,6 +86,16 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByLabel('Transfer to').waitFor(WAIT);
     await page.getByRole('combobox', { name: 'Reply to the visitor' }).fill('/');
     await page.getByRole('listbox', { name: 'Canned responses' }).waitFor(WAIT);
+    // Labels on the conversation, the list's label filter, and the search with its marked words.
+    await page.getByLabel('Add a label').locator('option', { hasText: 'billing' }).waitFor({ state: 'attached', ...WAIT });
+    await page.getByRole('button', { name: 'Snooze until…' }).click();
+    await page.getByRole('group', { name: 'Snooze until' }).waitFor(WAIT);
+    await page.getByLabel('Label', { exact: true }).selectOption({ label: 'vip' });
+    await page.locator('.list').getByText(/Order 1234|Nothing here right now/).first().waitFor(WAIT);
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('order');
+    const found = page.getByRole('list', { name: 'Search results' });
+    await found.locator('mark', { hasText: 'order' }).first().waitFor(WAIT);
+    await found.getByRole('link', { name: /Refund/ }).waitFor(WAIT);
     expect(errors).to.deep.equal([]);
   });
 
@@ -144,7 +154,7 @@ describe('the team app against the mock (npm run app:dev)', function () {
     }
     await page.frameLocator('iframe[title="Preview of your chat bubble"]').locator('chat-widget .bubble').waitFor({ state: 'attached', ...WAIT }).catch(() => undefined);
     await page.goto(new URL('settings/team', url).href);
-    for (const section of ['Team', 'Widgets', 'Canned responses', 'API keys', 'Webhooks', 'Workflows', 'Bots', 'Billing']) {
+    for (const section of ['Team', 'Widgets', 'Canned responses', 'Labels', 'API keys', 'Webhooks', 'Workflows', 'Bots', 'Billing']) {
       await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: section }).click();
       await page.getByRole('heading', { level: 1, name: section }).waitFor(WAIT);
       await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor({ state: 'detached', ...WAIT });
@@ -159,6 +169,12 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Bots' }).click();
     await page.getByRole('button', { name: /^Settings of / }).first().click();
     await page.getByRole('form', { name: /^Settings of / }).getByRole('button', { name: 'Save bot' }).waitFor(WAIT);
+    // Reports: the summary's figures and the charts from the examples.
+    await page.goto(new URL('reports', url).href);
+    await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor(WAIT);
+    await page.getByRole('figure', { name: 'How soon the first response came' }).getByRole('table').waitFor(WAIT);
+    await page.getByRole('figure', { name: 'Conversations per day' }).locator('rect.bar').nth(2).waitFor(WAIT);
+    await page.locator('.figures dd', { hasText: '412' }).waitFor(WAIT);
     expect(errors).to.deep.equal([]);
   });
 });

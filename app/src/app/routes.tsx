@@ -1,7 +1,7 @@
 // The screens, composed here so that features never import each other.
 import { useQueryClient } from '@tanstack/react-query';
 import { lazy, type ReactNode, Suspense, useEffect, useState } from 'react';
-import { Link, Navigate, Route, Routes, useParams } from 'react-router';
+import { Link, Navigate, Route, Routes, useLocation, useParams } from 'react-router';
 import { ConnectionBanner } from '../components/ConnectionBanner.tsx';
 import { PresenceSwitch } from '../components/PresenceSwitch.tsx';
 import { logout } from '../features/auth/api.ts';
@@ -23,6 +23,7 @@ const ForgotPasswordPage = lazy(() => mailPages().then((m) => ({ default: m.Forg
 const AcceptInvitationPage = lazy(() => mailPages().then((m) => ({ default: m.AcceptInvitationPage })));
 const SetupGuide = lazy(() => import('../features/setup/components/SetupGuide.tsx').then((m) => ({ default: m.SetupGuide })));
 const SettingsLayout = lazy(() => import('../features/settings/components/SettingsLayout.tsx'));
+const ReportsPage = lazy(() => import('../features/reports/components/ReportsPage.tsx'));
 
 const later = (element: ReactNode) => (
   <Suspense
@@ -59,6 +60,7 @@ export function AppRoutes() {
         {/* Just signed up: the guide comes next. */}
         <Route path="/signup" element={<Navigate to="/setup/workspace" replace />} />
         <Route path="/settings/:section?" element={later(<SettingsLayout />)} />
+        <Route path="/reports" element={later(<ReportsPage />)} />
         <Route path="/verify-email" element={later(<VerifyEmailPage />)} />
         <Route path="/reset-password" element={later(<ResetPasswordPage />)} />
         <Route path="*" element={<Navigate to="/inbox/mine" replace />} />
@@ -72,6 +74,7 @@ function Inbox() {
   const view = viewOf(viewId, useDepartmentViews());
   const qc = useQueryClient();
   const { me } = useTeam();
+  const { search } = useLocation();
   useUnreadTitle();
   useNewConversationNotices();
   return (
@@ -86,6 +89,7 @@ function Inbox() {
         {me?.seat === 'lite' && <span className="seat">Read-only seat</span>}
         <NotificationSwitch />
         <PresenceSwitch />
+        {(me?.role === 'owner' || me?.role === 'admin') && <Link to="/reports">Reports</Link>}
         <Link to="/settings">Settings</Link>
         <button type="button" onClick={() => void logout(qc)}>
           Log out
@@ -95,7 +99,7 @@ function Inbox() {
       <ConversationList view={view} selected={conversationId} />
       <main id="main-pane" className="pane">
         {conversationId && (
-          <Link className="back" to={`/inbox/${view.id}`}>
+          <Link className="back" to={{ pathname: `/inbox/${view.id}`, search }}>
             ← {view.label}
           </Link>
         )}

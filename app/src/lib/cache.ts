@@ -34,8 +34,13 @@ function belongs(c: Conversation, q: ListQuery | undefined): boolean | undefined
   if (q.priority && c.priority !== q.priority) return false;
   if (q.visitor_id && c.visitor_id !== q.visitor_id) return false;
   if (q.contact_id && c.contact_id !== q.contact_id) return false;
+  if (q.label && !(c.labels ?? []).some((l) => l.id === q.label)) return false;
+  if (q.snoozed !== undefined && q.snoozed !== isSnoozed(c)) return false;
   return true;
 }
+
+/** Set aside (until a time, or until the visitor writes again): the inbox views leave it out. */
+export const isSnoozed = (c: Conversation): boolean => !!c.snoozed_until || !!c.snooze_until_reply;
 
 const activity = (c: Conversation) => Date.parse(c.last_message_at ?? c.updated_at);
 

@@ -28,6 +28,11 @@ export function useTeam() {
   return { team, me, readOnly: me?.seat === 'lite' };
 }
 
+/** The tenant's labels, by name (at most 50 a tenant): the inbox filter, a conversation's chips, reports. */
+export function useLabels() {
+  return useQuery($api.queryOptions('get', '/v1/labels', { params: { query: { limit: 100 } } }, { staleTime: 300_000 }));
+}
+
 /** The current time, moving every 30 seconds (waiting times). */
 export function useNow(everyMs = 30_000): number {
   const [now, setNow] = useState(Date.now());

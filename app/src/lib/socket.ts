@@ -235,6 +235,21 @@ export class LiveConnection {
           ...c,
           satisfaction: { rating: event.data.rating, comment: event.data.comment, answered_at: event.created_at },
         }));
+      case 'conversation.snoozed':
+        return patchConversation(qc, event.data.conversation_id, (c) => ({
+          ...c,
+          snoozed_until: event.data.snoozed_until,
+          snooze_until_reply: event.data.snooze_until_reply,
+        }));
+      case 'conversation.unsnoozed':
+        return patchConversation(qc, event.data.conversation_id, (c) => ({ ...c, snoozed_until: null, snooze_until_reply: false }));
+      case 'conversation.label_added':
+        return patchConversation(qc, event.data.conversation_id, (c) => ({
+          ...c,
+          labels: [...(c.labels ?? []).filter((l) => l.id !== event.data.label.id), event.data.label].sort((a, b) => a.name.localeCompare(b.name)),
+        }));
+      case 'conversation.label_removed':
+        return patchConversation(qc, event.data.conversation_id, (c) => ({ ...c, labels: (c.labels ?? []).filter((l) => l.id !== event.data.label.id) }));
       case 'message.created':
         if (event.data.message.sender_type === 'visitor' && this.typing.delete(event.data.conversation_id)) this.#changed();
         return addMessage(qc, event.data.message, { reading: this.reading === event.data.conversation_id && document.visibilityState === 'visible' });

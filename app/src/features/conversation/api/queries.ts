@@ -43,6 +43,14 @@ export function useConversationActions(id: string) {
     close: $api.useMutation('post', '/v1/conversations/{id}/close', settle),
     reopen: $api.useMutation('post', '/v1/conversations/{id}/reopen', settle),
     update: $api.useMutation('put', '/v1/conversations/{id}', { onSuccess: (c: Conversation) => upsertConversation(qc, c), onError: settle.onError }),
+    snooze: $api.useMutation('post', '/v1/conversations/{id}/snooze', settle),
+    unsnooze: $api.useMutation('post', '/v1/conversations/{id}/unsnooze', settle),
+    addLabel: $api.useMutation('post', '/v1/conversations/{id}/labels/{label_id}', settle),
+    removeLabel: $api.useMutation('delete', '/v1/conversations/{id}/labels/{label_id}', {
+      onSuccess: (_: unknown, vars: { params: { path: { label_id: string } } }) =>
+        patchConversation(qc, id, (c) => ({ ...c, labels: (c.labels ?? []).filter((l) => l.id !== vars.params.path.label_id) })),
+      onError: settle.onError,
+    }),
     path,
   };
 }

@@ -5,6 +5,8 @@ import { session } from '../../../lib/api.ts';
 import { useLive, useTeam } from '../../../lib/hooks.ts';
 import { conversationOptions, sendKey, useMarkRead } from '../api/queries.ts';
 import { Actions } from './Actions.tsx';
+import { Labels } from './Labels.tsx';
+import { Snooze, snoozeText } from './Snooze.tsx';
 import { ReplyBox } from './ReplyBox.tsx';
 import { Thread } from './Thread.tsx';
 import { VisitorPanel } from './VisitorPanel.tsx';
@@ -79,6 +81,7 @@ export function ConversationPane({ id }: { id: string }) {
           {STATUS[c.status]}
           {assignee && ` to ${assignee}`}
           {c.priority !== 'normal' && ` · ${c.priority} priority`}
+          {snoozeText(c) && <span className="snoozed"> · {snoozeText(c)}</span>}
           {c.satisfaction && (
             <span className="rating">
               {' '}
@@ -87,6 +90,10 @@ export function ConversationPane({ id }: { id: string }) {
           )}
         </p>
         {!readOnly && <Actions conversation={c} me={me?.user_id ?? session.userId} team={members} />}
+        <div className="organize">
+          <Labels conversation={c} readOnly={readOnly} />
+          {!readOnly && <Snooze conversation={c} />}
+        </div>
       </header>
       <div className="body">
         <Thread id={id} me={session.userId} team={members} />

@@ -11,10 +11,12 @@ export interface View {
 }
 
 // The contract's `open` is a conversation waiting with nobody assigned; `assigned`, one a member handles.
+// A snoozed conversation is set aside: out of the to-do views until it comes back, in Snoozed meanwhile.
 export const VIEWS: View[] = [
-  { id: 'mine', label: 'Mine', query: { status: 'assigned', assigned_to: 'me', limit: 50 }, counted: true },
-  { id: 'unassigned', label: 'Unassigned', query: { status: 'open', limit: 50 }, counted: true },
-  { id: 'assigned', label: 'All assigned', query: { status: 'assigned', limit: 50 }, counted: true },
+  { id: 'mine', label: 'Mine', query: { status: 'assigned', assigned_to: 'me', snoozed: false, limit: 50 }, counted: true },
+  { id: 'unassigned', label: 'Unassigned', query: { status: 'open', snoozed: false, limit: 50 }, counted: true },
+  { id: 'assigned', label: 'All assigned', query: { status: 'assigned', snoozed: false, limit: 50 }, counted: true },
+  { id: 'snoozed', label: 'Snoozed', query: { snoozed: true, limit: 50 }, counted: false },
   { id: 'closed', label: 'Closed', query: { status: 'closed', limit: 50 }, counted: false },
 ];
 
@@ -26,5 +28,5 @@ export function useDepartmentViews(): View[] {
   const me = session.userId;
   return (departments.data?.data ?? [])
     .filter((d) => me && d.member_ids.includes(me))
-    .map((d) => ({ id: `dept-${d.id}`, label: d.name, query: { status: 'open', department_id: d.id, limit: 50 }, counted: true }));
+    .map((d) => ({ id: `dept-${d.id}`, label: d.name, query: { status: 'open', department_id: d.id, snoozed: false, limit: 50 }, counted: true }));
 }

@@ -1,11 +1,13 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useMemo, useRef } from 'react';
-import { Link, useNavigate } from 'react-router';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
 import { ErrorText } from '../../../components/ErrorText.tsx';
-import { since, useNow } from '../../../lib/hooks.ts';
+import { LabelChips } from '../../../components/LabelChip.tsx';
+import { since, useLabels, useNow } from '../../../lib/hooks.ts';
 import { listOptions } from '../api/queries.ts';
 import type { View } from '../api/views.ts';
+import { SearchBox, SearchResults, useSettled } from './Search.tsx';
 
 const short = (id: string | null) => (id ? id.slice(-4) : '');
 /** A row's height before it is measured (title, last message, meta). */
@@ -14,10 +16,21 @@ const ROW_ESTIMATE = 76;
 const PREFETCH_ROWS = 20;
 
 /**
- * One view's conversations, newest activity first; j and k move between them. Only the rows in (and
- * near) the window are in the DOM, and the next page is read as the member scrolls towards the end.
+ * One view's conversations, newest activity first, optionally only those carrying a label (`?label=` in
+ * the address); j and k move between them, / goes to the search. Only the rows in (and near) the window
+ * are in the DOM, and the next page is read as the member scrolls towards the end. While words are in
+ * the search box, the matching conversations show instead.
  */
-export function ConversationList({ view, selected }: { view: View; selected: string | undefined }) {
+export function ConversationList({ view: shownView, selected }: { view: View; selected: string | undefined }) {
+  const [params, setParams] = useSearchParams();
+  const label = params.get('label') ?? undefined;
+  const view = useMemo(() => (label ? { ...shownView, query: { ...shownView.query, label } } : shownView), [shownView, label]);
+  const suffix = label ? `?label=${encodeURIComponent(label)}` : '';
+  const labels = useLabels();
+  const [typed, setTyped] = useState('');
+  const settled = useSettled(typed.trim());
+  const q = typed.trim() ? settled : '';
+  const searchInput = useRef<HTMLInputElement>(null);
   const list = useInfiniteQuery(listOptions(view));
   const now = useNow();
   const navigate = useNavigate();
@@ -49,25 +62,53 @@ export function ConversationList({ view, selected }: { view: View; selected: str
     const onKey = (e: KeyboardEvent) => {
       const target = e.target as HTMLElement;
       if (e.altKey || e.ctrlKey || e.metaKey || target.closest('input, textarea, select, [contenteditable]')) return;
+      if (e.key === '/') {
+        e.preventDefault();
+        searchInput.current?.focus();
+        return;
+      }
       if (e.key !== 'j' && e.key !== 'k') return;
       const at = items.findIndex((c) => c.id === selected);
       const next = items[e.key === 'j' ? Math.min(items.length - 1, at + 1) : Math.max(0, at - 1)];
       if (next) {
         e.preventDefault();
-        void navigate(`/inbox/${view.id}/${next.id}`);
+        void navigate(`/inbox/${view.id}/${next.id}${suffix}`);
       }
     };
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
-  }, [items, selected, view.id, navigate]);
+  }, [items, selected, view.id, navigate, suffix]);
 
+  const labelName = labels.data?.data.find((l) => l.id === label)?.name;
   return (
     <section className="list" aria-labelledby="list-heading">
-      <h2 id="list-heading">{view.label}</h2>
-      <ErrorText error={list.error} />
-      {list.isPending && <p className="muted">Loading conversations…</p>}
-      {list.isSuccess && items.length === 0 && <p className="muted">Nothing here right now.</p>}
-      <div className="scroller" ref={scroller} data-testid="conversation-scroller">
+      <SearchBox value={typed} onChange={setTyped} inputRef={searchInput} />
+      <h2 id="list-heading">
+        {q ? 'Search' : view.label}
+        {!q && labelName && <span className="muted"> · {labelName}</span>}
+      </h2>
+      {q && <SearchResults q={q} viewId={view.id} selected={selected} suffix={suffix} />}
+      {!q && (labels.data?.data.length ?? 0) > 0 && (
+        <div className="toolbar list-filter">
+          <label htmlFor="label-filter">Label</label>
+          <select
+            id="label-filter"
+            value={label ?? ''}
+            onChange={(e) => setParams(e.target.value ? { label: e.target.value } : {}, { replace: true })}
+          >
+            <option value="">All labels</option>
+            {labels.data!.data.map((l) => (
+              <option key={l.id} value={l.id}>
+                {l.name}
+              </option>
+            ))}
+          </select>
+        </div>
+      )}
+      <ErrorText error={q ? undefined : list.error} />
+      {!q && list.isPending && <p className="muted">Loading conversations…</p>}
+      {!q && list.isSuccess && items.length === 0 && <p className="muted">Nothing here right now.</p>}
+      <div className="scroller" ref={scroller} data-testid="conversation-scroller" hidden={!!q}>
         <ul className="conversations" style={{ height: rows.getTotalSize() }} aria-busy={isFetchingNextPage}>
           {shown.map((row) => {
             const c = items[row.index]!;
@@ -83,12 +124,13 @@ export function ConversationList({ view, selected }: { view: View; selected: str
                 aria-posinset={row.index + 1}
                 style={{ transform: `translateY(${row.start}px)` }}
               >
-                <Link to={`/inbox/${view.id}/${c.id}`} aria-current={c.id === selected ? 'page' : undefined} className={c.unread_count ? 'unread' : undefined}>
+                <Link to={`/inbox/${view.id}/${c.id}${suffix}`} aria-current={c.id === selected ? 'page' : undefined} className={c.unread_count ? 'unread' : undefined}>
                   <span className="title">{title}</span>
                   <span className="last">{c.last_message ?? 'No message yet'}</span>
                   <span className="meta">
                     {waiting ? <span className="waiting">waiting {since(c.last_message_at ?? c.created_at, now)}</span> : <span>{since(c.last_message_at ?? c.updated_at, now)}</span>}
                     {c.priority !== 'normal' && <span className={`priority ${c.priority}`}>{c.priority}</span>}
+                    <LabelChips labels={c.labels} />
                     {c.unread_count > 0 && (
                       <span className="badge" aria-label={`${c.unread_count} unread`}>
                         {c.unread_count}

@@ -7,6 +7,7 @@ import { useTeam } from '../../../lib/hooks.ts';
 const TeamSettings = lazy(() => import('./TeamSettings.tsx'));
 const WidgetsSettings = lazy(() => import('./WidgetsSettings.tsx'));
 const CannedSettings = lazy(() => import('./CannedSettings.tsx'));
+const LabelsSettings = lazy(() => import('./LabelsSettings.tsx'));
 const ApiKeysSettings = lazy(() => import('./ApiKeysSettings.tsx'));
 const WebhooksSettings = lazy(() => import('./WebhooksSettings.tsx'));
 const WorkflowsSettings = lazy(() => import('./WorkflowsSettings.tsx'));
@@ -17,6 +18,7 @@ const SECTIONS = [
   { id: 'team', label: 'Team', admin: true, Screen: TeamSettings },
   { id: 'widgets', label: 'Widgets', admin: true, Screen: WidgetsSettings },
   { id: 'canned-responses', label: 'Canned responses', admin: false, Screen: CannedSettings },
+  { id: 'labels', label: 'Labels', admin: true, Screen: LabelsSettings },
   { id: 'api-keys', label: 'API keys', admin: true, Screen: ApiKeysSettings },
   { id: 'webhooks', label: 'Webhooks', admin: true, Screen: WebhooksSettings },
   { id: 'workflows', label: 'Workflows', admin: true, Screen: WorkflowsSettings },
