@@ -33,9 +33,14 @@ export const GETTING_STARTED_TAG = 'getting-started';
 /** Renamed in the served reference: under /api/docs its pages would take /api/docs/events, the events' page. */
 const RENAMED_TAGS: Record<string, string> = { events: 'event-feed' };
 
-/** The REST document as the reference serves it: samples, the getting-started page, grouped tags, this service first. */
+/**
+ * The REST document as the reference serves it: samples, the getting-started page, grouped tags, this
+ * service first. The contract's mock server (`npm run mock`, a contributor's tool on their own machine) is
+ * left out: a reader of the reference cannot call it.
+ */
 export function servedRestDocument(contract: Doc, basePath: string, gettingStarted = readFileSync(GETTING_STARTED_PATH, 'utf8')): Doc {
-  const document = withCodeSamples({ ...contract, servers: [{ url: basePath, description: 'This service' }, ...(contract.servers ?? [])] });
+  const servers = (contract.servers ?? []).filter((s: Doc) => !/\bmock\b/i.test(String(s.description ?? '')));
+  const document = withCodeSamples({ ...contract, servers: [{ url: basePath, description: 'This service' }, ...servers] });
   for (const item of Object.values<Doc>(document.paths ?? {})) {
     for (const op of Object.values<Doc>(item)) if (Array.isArray(op?.tags)) op.tags = op.tags.map((t: string) => RENAMED_TAGS[t] ?? t);
   }

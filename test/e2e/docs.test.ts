@@ -12,7 +12,7 @@ import { parse } from 'yaml';
 import { bundleAsyncApi } from '../../src/http/asyncapi.ts';
 import { operationsOf } from '../../src/http/code-samples.ts';
 import { loadContract } from '../../src/http/contract.ts';
-import { REDOC_VERSION } from '../../src/http/reference.ts';
+import { REDOC_VERSION, Reference, servedEventsDocument, servedRestDocument } from '../../src/http/reference.ts';
 import { getHarness } from '../support/harness.ts';
 import { openPagesBrowser, type PagesBrowser } from '../support/pages-browser.ts';
 
@@ -144,6 +144,9 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     }
     expect(document.tags[0]).to.include({ name: 'getting-started', 'x-displayName': 'Getting started' });
     expect(document.tags[0].description).to.equal(readFileSync('docs/getting-started.md', 'utf8').replace(/^# .*\n+/, ''));
+    // This service first; the contract's mock (a contributor's tool) is not a server a reader can call.
+    expect(document.servers[0]).to.deep.equal({ url: '/api', description: 'This service' });
+    expect(JSON.stringify(document.servers)).not.to.match(/mock/i);
     // The contract itself holds no samples: they are made for the reference.
     expect(JSON.stringify(loadContract().document)).not.to.include('x-codeSamples');
   });
@@ -162,6 +165,37 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     }
     expect(linked).to.be.above(10);
     await request(server).get('/api/docs/events/channels/events').expect(200);
+  });
+
+  it('every link in the served getting-started page and in the introduction answers: relative ones on this service, none to another loopback address', async () => {
+    const document = (await request(server).get('/api/docs/reference/openapi.json').expect(200)).body;
+    const gettingStarted = document.tags.find((t: { name: string }) => t.name === 'getting-started').description as string;
+    // Each text with the page it shows on: a relative link resolves against that page's URL, as a browser resolves it.
+    const texts = [
+      { page: `${base}/api/docs/getting-started`, markdown: gettingStarted },
+      { page: `${base}/api/docs`, markdown: document.info.description as string },
+    ];
+    const broken: string[] = [];
+    let fetched = 0;
+    for (const { page, markdown } of texts) {
+      const hrefs = [...markdown.matchAll(/\[[^\]]*\]\(<?([^)\s>]+)>?(?:\s+"[^"]*")?\)/g), ...markdown.matchAll(/<(https?:\/\/[^>\s]+)>/g)].map((m) => m[1]!);
+      for (const href of hrefs) {
+        const url = new URL(href, page);
+        if (url.origin === base) {
+          const res = await request(server).get(`${url.pathname}${url.search}`);
+          fetched++;
+          if (res.status !== 200) broken.push(`${href} on ${page}: ${res.status}`);
+        } else if (/^(127\.|localhost$|\[::1\]$|0\.0\.0\.0$)/.test(url.hostname)) {
+          // A link to a port on the reader's own machine works only where that service runs.
+          broken.push(`${href} on ${page}: a loopback address other than the page's own`);
+        } else {
+          // Another site's: not fetched (tests stay on loopback), but it must be a web address.
+          if (!/^https?:$/.test(url.protocol)) broken.push(`${href} on ${page}: not a web address`);
+        }
+      }
+    }
+    expect(broken, 'links that do not answer').to.deep.equal([]);
+    expect(fetched, 'links on this service fetched').to.be.at.least(2);
   });
 
   it('in chromium: an operation, the getting-started page and the events render with no console error and no literal Markdown, one navigation between them', async () => {
@@ -184,6 +218,54 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     const text = await page.locator('#redoc main, #redoc').first().innerText();
     expect(literalMarkdown(text), 'Markdown shown as text on the events page').to.deep.equal([]);
     expect(errors).to.deep.equal([]);
+  });
+
+  it('in chromium: every page of the events reference, and every message in it, renders with no console error and no literal Markdown', async () => {
+    const contract = loadContract();
+    // The reference's own list of the events' pages (as the service's router knows them).
+    const reference = new Reference(
+      { rest: servedRestDocument(contract.document, contract.basePath), events: servedEventsDocument(contract.document) },
+      { basePaths: { rest: '/api/docs', events: '/api/docs/events' }, bundleUrl: BUNDLE, documentUrls: { rest: '', events: '' }, nav: [], router: 'history' },
+    );
+    const pages = await reference.pages('events');
+    expect(pages).to.include.members(['/api/docs/events', '/api/docs/events/channels/events']);
+    const found: string[] = [];
+    // The messages' own links (a message's, not a field's of its payload), wherever a page lists them.
+    const anchors = new Set<string>();
+    for (const path of pages) {
+      const { page, errors } = await open(`${base}${path}`);
+      try {
+        await page.waitForFunction(HYDRATED, undefined, WAIT);
+        const text = await page.locator('#redoc').innerText();
+        found.push(...literalMarkdown(text).map((line) => `${path}: ${line}`));
+        for (const href of await page.locator('#redoc a[href*="&m="]').evaluateAll((links) => links.map((a) => a.getAttribute('href')!))) {
+          if (/#channels\/events\/messages&m=[a-z]+$/.test(href)) anchors.add(href);
+        }
+        expect(errors, path).to.deep.equal([]);
+      } finally {
+        await page.close();
+      }
+    }
+    // Each message, as its own link shows it: the channel's page with the message chosen in the hash.
+    const messages = Object.entries<{ name: string; summary?: string; description?: string }>(reference.document('events').components.messages);
+    const channel = '/api/docs/events/channels/events';
+    const { page, errors } = await open(`${base}${channel}`);
+    try {
+      await page.waitForFunction(HYDRATED, undefined, WAIT);
+      expect([...anchors].sort(), 'the pages link every message').to.deep.equal(messages.map(([key]) => `${channel}#channels/events/messages&m=${key.toLowerCase()}`).sort());
+      for (const [key, message] of messages) {
+        await page.evaluate(`location.hash = ${JSON.stringify(`channels/events/messages&m=${key.toLowerCase()}`)}`);
+        // Shown once the chosen message heads the list, its summary under its name.
+        const shown = `messages:\n\n${message.name}\n${(message.summary ?? message.description ?? '').replace(/\s+/g, ' ').slice(0, 20)}`;
+        await page.waitForFunction(`document.getElementById('redoc').innerText.includes(${JSON.stringify(shown)})`, undefined, WAIT);
+        const text = await page.locator('#redoc').innerText();
+        found.push(...literalMarkdown(text).map((line) => `${message.name}: ${line}`));
+      }
+      expect(errors, 'console errors while showing the messages').to.deep.equal([]);
+    } finally {
+      await page.close();
+    }
+    expect([...new Set(found)], 'Markdown shown as text in the events reference').to.deep.equal([]);
   });
 
   it('in chromium, try-it: signs up on the register page (201), then the page\'s login form fills the token and GET /v1/conversations answers 200 with it, all on this service', async () => {

@@ -42,6 +42,8 @@ export async function startRealtime(
     mailer?: AppDeps['mailer'];
     /** A port known beforehand (APP_URL, which mail links use, names it); 0 by default. */
     port?: number;
+    /** Billing's Stripe client (with config.billing naming its keys): test/support/fake-stripe.ts's. */
+    stripe?: AppDeps['stripe'];
   } = {},
 ): Promise<RealtimeServer> {
   const h = await getHarness();
@@ -58,7 +60,7 @@ export async function startRealtime(
   }
   const bus = new EventBus();
   const config = { ...h.deps.config, ...options.config };
-  const { app, services } = buildApp({ ...h.deps, ...(options.mailer ? { mailer: options.mailer } : {}), config, database, bus, presence, tickets });
+  const { app, services } = buildApp({ ...h.deps, ...(options.mailer ? { mailer: options.mailer } : {}), ...(options.stripe ? { stripe: options.stripe } : {}), config, database, bus, presence, tickets });
   const server: Server = createServer(app);
   const gateway = new RealtimeGateway({
     database: options.streamDatabase ?? database,
