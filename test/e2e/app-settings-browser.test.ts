@@ -7,10 +7,14 @@ import { eventually } from '../support/eventually.ts';
 import { testDispatcher } from '../support/dispatcher.ts';
 import { addMember, createTenant, PASSWORD, type TestTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
+import { FakeStripe, stripeClientOf } from '../support/fake-stripe.ts';
 import { shoot, shootBoth } from '../support/screenshots.ts';
 import { type RealtimeServer, startRealtime } from '../support/realtime.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import pino from 'pino';
+import { parsePlans } from '../../src/billing/plans.ts';
 import type { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher.ts';
+import { WorkflowRunner } from '../../src/workflows/workflow.runner.ts';
 
 const WAIT = { timeout: 15_000 };
 
@@ -22,7 +26,10 @@ describe('the team app: settings in a browser', function () {
   let rt: RealtimeServer;
   let api: string;
   let dispatcher: WebhookDispatcher;
+  let runner: WorkflowRunner;
   const open: Browsing[] = [];
+  /** Tenants whose workflows are deleted after the file: on a shared PostgreSQL, another file's runner would run them. */
+  const withWorkflows: string[] = [];
   const receivers: Receiver[] = [];
 
   before(async () => {
@@ -31,32 +38,38 @@ describe('the team app: settings in a browser', function () {
     dispatcher = testDispatcher(await getHarness(), { bus: rt.bus, timeoutMs: 2_000, retryDelaysMs: [100, 200], pollMs: 100 });
     rt.services.webhooks.onDeliveryDue(() => dispatcher.wake());
     dispatcher.start();
+    // Workflows run as the service runs them (src/service.ts), on this server's bus.
+    const h = await getHarness();
+    runner = new WorkflowRunner({ database: h.database, logger: pino({ level: 'silent' }), bus: rt.bus, mailer: h.deps.mailer, conversations: rt.services.conversations, allowPrivate: true, timeoutMs: 2_000, retryDelaysMs: [100, 200], pollMs: 100 });
+    runner.start();
   });
   afterEach(async () => {
     for (const b of open.splice(0)) await b.close();
   });
   after(async () => {
     await dispatcher?.stop();
+    await runner?.stop();
     const h = await getHarness();
+    if (withWorkflows.length > 0) await h.database.asSystem((trx) => trx.deleteFrom('workflows').where('tenant_id', 'in', withWorkflows).execute());
     // On a shared PostgreSQL database, endpoints left behind would retry towards ports other tests reuse.
     await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', 'like', 'http://127.0.0.1:%/hook').execute());
     for (const r of receivers.splice(0)) await r.close();
     await rt?.close();
   });
 
-  async function signedIn(email: string) {
+  async function signedIn(email: string, password = PASSWORD, at = api) {
     const b = await openBrowser();
     open.push(b);
-    await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
+    await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: at });
     const page = await b.context.newPage();
     const errors: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());
     });
     page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(`${api}/app/`);
+    await page.goto(`${at}/app/`);
     await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
     return { page, errors };
@@ -397,6 +410,181 @@ describe('the team app: settings in a browser', function () {
     await page.getByText('self-hosted without a payment provider').waitFor(WAIT);
     await page.getByText(/^1 of /).first().waitFor(WAIT);
     expect(unexpected(errors)).to.deep.equal([]);
+  });
+
+  it('webhooks: the URL and events changed through the form, the signing secret rotated (the next delivery signed with the new one); an endpoint the service disabled after days of failures says so and is re-enabled', async () => {
+    const t = await createTenant();
+    const first = await startReceiver();
+    const moved = await startReceiver();
+    receivers.push(first, moved);
+    const { page, errors } = await signedIn(t.owner.email);
+    await page.goto(`${api}/app/settings/webhooks`);
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor(WAIT);
+    const create = page.getByRole('form', { name: 'New endpoint' });
+    await create.getByLabel('Endpoint URL').fill(first.url);
+    await create.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByText('It is shown only now').waitFor(WAIT);
+    const firstSecret = (await page.locator('.shown-once code').textContent())!;
+    await page.getByRole('button', { name: 'Done' }).click();
+    const hookOf = async () => (await as(t).get('/api/v1/webhooks').expect(200)).body.data[0] as { id: string; url: string; events: string[]; description: string; enabled: boolean; disabled_reason: string | null };
+
+    // Another URL and two events instead of every one, through the endpoint's own form.
+    const edit = page.getByRole('listitem', { name: first.url });
+    // A new endpoint's card is open already; otherwise Manage opens it.
+    if (!(await edit.getByRole('button', { name: 'Save endpoint' }).isVisible())) await edit.getByRole('button', { name: /^Manage/ }).click();
+    await edit.getByLabel('Endpoint URL').fill(moved.url);
+    await edit.getByLabel('Description').fill('CRM, new address');
+    await edit.getByRole('checkbox', { name: 'Every event' }).uncheck();
+    await edit.getByRole('checkbox', { name: 'conversation.created', exact: true }).check();
+    await edit.getByRole('checkbox', { name: 'message.created', exact: true }).check();
+    await edit.getByRole('button', { name: 'Save endpoint' }).click();
+    const card = page.getByRole('listitem', { name: moved.url });
+    await card.getByText('Enabled').waitFor(WAIT);
+    expect(await hookOf()).to.deep.include({ url: moved.url, description: 'CRM, new address', events: ['conversation.created', 'message.created'] });
+
+    // A new signing secret, shown once; the next delivery verifies with it alone.
+    await card.getByRole('button', { name: 'Rotate signing secret' }).click();
+    await page.getByText(`Signing secret for ${moved.url}.`, { exact: true }).waitFor(WAIT);
+    const rotated = (await page.locator('.shown-once code').textContent())!;
+    expect(rotated).to.match(/^whsec_/).and.not.equal(firstSecret);
+    await page.getByRole('button', { name: 'Done' }).click();
+    moved.secrets.push(rotated);
+    await card.getByRole('button', { name: 'Send a test event' }).click();
+    await moved.until((r) => r.some((d) => d.verified?.type === 'webhook.test' && d.verifiedBy.includes(rotated)));
+    expect(first.received).to.deep.equal([]);
+
+    // Disabled by failures as the service does it: an endpoint failing for five days (its streak's start
+    // put five days and a minute back, where days of failed deliveries would have put it) that fails once
+    // more is disabled by the dispatcher, and the owners are mailed.
+    const { id } = await hookOf();
+    // The delivery recorded first (a success ends a failing streak).
+    await eventually(async () => ((await as(t).get(`/api/v1/webhooks/${id}/deliveries`).expect(200)).body.data as { status: string }[]).every((d) => d.status === 'succeeded'), 'the test delivery to be recorded');
+    moved.behave = () => 500;
+    const h = await getHarness();
+    await h.database.asSystem((trx) => trx.updateTable('webhooks').set({ failing_since: new Date(Date.now() - 5 * 86_400_000 - 60_000) }).where('id', '=', id).execute());
+    await card.getByRole('button', { name: 'Send a test event' }).click();
+    await eventually(async () => (await hookOf()).disabled_reason === 'failing', 'the dispatcher to disable the failing endpoint');
+    // The endpoints are read again when the page is (the list is not updated live).
+    await page.reload();
+    await page.getByRole('listitem', { name: moved.url }).getByText('Disabled (disabled: five days of failed deliveries)').waitFor(WAIT);
+    await shoot(page, 'settings-webhooks-disabled-failing', { fullPage: true });
+
+    // Re-enabled in the app: the streak starts over, and deliveries flow again.
+    moved.behave = () => 'ok';
+    const again = page.getByRole('listitem', { name: moved.url });
+    if (!(await again.getByRole('button', { name: 'Re-enable' }).isVisible())) await again.getByRole('button', { name: /^Manage/ }).click();
+    await again.getByRole('button', { name: 'Re-enable' }).click();
+    await again.getByText('Enabled').waitFor(WAIT);
+    expect(await hookOf()).to.deep.include({ enabled: true, disabled_reason: null });
+    const failing = await h.database.asSystem((trx) => trx.selectFrom('webhooks').select('failing_since').where('id', '=', id).executeTakeFirstOrThrow());
+    expect(failing.failing_since).to.equal(null);
+    const before = moved.received.filter((d) => d.answered === 200).length;
+    await again.getByRole('button', { name: 'Send a test event' }).click();
+    await moved.until((r) => r.filter((d) => d.answered === 200).length > before);
+    // The failed attempt's 500 is the receiver's, not the app's; only the refused inputs may show.
+    expect(unexpected(errors)).to.deep.equal([]);
+  });
+
+  it("workflows: a run shows in the workflow's runs after its trigger fires", async () => {
+    const t = await createTenant();
+    withWorkflows.push(t.tenantId);
+    await as(t)
+      .post('/api/v1/workflows')
+      .send({ name: 'Rush new chats', trigger: { type: 'conversation.created' }, conditions: [], actions: [{ type: 'set_priority', priority: 'high' }] })
+      .expect(201);
+    const { page, errors } = await signedIn(t.owner.email);
+    await page.goto(`${api}/app/settings/workflows`);
+    const flow = page.getByRole('listitem', { name: 'Rush new chats' });
+    await flow.getByRole('button', { name: 'Runs of Rush new chats' }).click();
+    await flow.getByText('No runs yet.').waitFor(WAIT);
+
+    // The trigger: a visitor starts a conversation on the widget.
+    const widget = (await as(t).post('/api/v1/widgets').send({ name: 'Shop' }).expect(201)).body as { id: string };
+    await as(t).post('/api/v1/domains').send({ widget_id: widget.id, domain: 'shop.example' }).expect(201);
+    const session = await request(rt.app).post('/api/v1/widget/sessions').set('Origin', 'https://shop.example').send({ widget_id: widget.id, page_url: 'https://shop.example/' }).expect(201);
+    const visitor = { Authorization: `Bearer ${session.body.visitor_token}`, Origin: 'https://shop.example' };
+    const started = await request(rt.app).post('/api/v1/widget/conversations').set(visitor).send({ content: 'Is the red one in stock?' }).expect(201);
+    const conversationId = (started.body.conversation?.id ?? started.body.id) as string;
+    await eventually(async () => (await as(t).get(`/api/v1/conversations/${conversationId}`).expect(200)).body.priority === 'high', 'the workflow to raise the priority');
+
+    // The runs as the page reads them when loaded (the open list is not updated live, and kept for
+    // the app's 30 s staleTime): the run, succeeded.
+    await page.reload();
+    await flow.getByRole('button', { name: 'Runs of Rush new chats' }).click();
+    const runs = flow.getByRole('list', { name: 'Runs' });
+    await runs.getByRole('listitem').filter({ hasText: 'conversation.created succeeded' }).waitFor(WAIT);
+    expect(await runs.getByRole('listitem').count()).to.equal(1);
+    expect(unexpected(errors)).to.deep.equal([]);
+  });
+
+  it('billing with Stripe set up: Subscribe and Manage billing lead to the checkout and portal addresses the service answers', async () => {
+    const fake = new FakeStripe();
+    const stripe = stripeClientOf(await fake.start(), 'sk_test_app_billing');
+    const webhookSecret = 'whsec_app_billing_0123456789';
+    const plans = parsePlans(JSON.stringify({ free: { seats: 3, conversations_per_period: 50 }, pro: { stripe_price_id: 'price_pro', seats: 10, conversations_per_period: null } }));
+    const paid = await startRealtime({ config: { billing: { stripe: { secretKey: 'sk_test_app_billing', webhookSecret }, plans } }, stripe });
+    const paidApi = paid.wsUrl.replace(/^ws/, 'http').replace(/\/api\/v1\/ws$/, '');
+    try {
+      const t = await createTenant();
+      const { page, errors } = await signedIn(t.owner.email, PASSWORD, paidApi);
+      // Stripe's pages are not reached: the browser's requests to them are answered here (loopback only).
+      const reached: string[] = [];
+      await page.context().route(/^https:\/\/(checkout|billing)\.stripe\.test\//, (route) => {
+        reached.push(route.request().url());
+        return route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>Stripe</title><h1>Stripe</h1>' });
+      });
+      // What the service answers the app's checkout and portal calls, read on their way to the page.
+      const answered: Record<string, { status: number; url: string }> = {};
+      await page.route(/\/api\/v1\/billing\/(checkout|portal)$/, async (route) => {
+        const response = await route.fetch();
+        answered[new URL(route.request().url()).pathname.split('/').at(-1)!] = { status: response.status(), url: ((await response.json()) as { url: string }).url };
+        await route.fulfill({ response });
+      });
+      await page.goto(`${paidApi}/app/settings/billing`);
+      await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor(WAIT);
+      await page.getByRole('button', { name: 'Subscribe' }).click();
+      await eventually(() => answered.checkout !== undefined, 'the checkout call');
+      expect(answered.checkout!.status).to.equal(201);
+      const checkoutUrl = answered.checkout!.url;
+      expect(checkoutUrl).to.match(/^https:\/\/checkout\.stripe\.test\//);
+      await page.waitForURL(checkoutUrl, WAIT);
+      const session = fake.calls.filter((c) => c.path === '/v1/checkout/sessions').at(-1)!;
+      expect(session.form).to.include({ success_url: `${paidApi}/app/settings/billing`, cancel_url: `${paidApi}/app/settings/billing` });
+
+      // Stripe tells the service the subscription started (its signed webhook): the page offers the portal.
+      const payload = JSON.stringify({
+        id: `evt_app_${Date.now()}`,
+        object: 'event',
+        type: 'customer.subscription.created',
+        created: Math.floor(Date.now() / 1000),
+        data: {
+          object: {
+            id: `sub_${session.form.customer}`,
+            object: 'subscription',
+            customer: session.form.customer,
+            status: 'active',
+            cancel_at_period_end: false,
+            metadata: {},
+            items: { object: 'list', data: [{ id: 'si_1', object: 'subscription_item', quantity: 3, current_period_start: Math.floor(Date.now() / 1000) - 60, current_period_end: Math.floor(Date.now() / 1000) + 30 * 86_400, price: { id: 'price_pro', object: 'price' } }] },
+          },
+        },
+      });
+      await request(paid.app).post('/api/v1/billing/webhook').set('Content-Type', 'application/json').set('Stripe-Signature', stripe.webhooks.generateTestHeaderString({ payload, secret: webhookSecret })).send(payload).expect(200);
+      await page.goto(`${paidApi}/app/settings/billing`);
+      await page.getByText(/active · renews/).waitFor(WAIT);
+      await page.getByRole('button', { name: 'Manage billing' }).click();
+      await eventually(() => answered.portal !== undefined, 'the portal call');
+      expect(answered.portal!.status).to.equal(201);
+      const portalUrl = answered.portal!.url;
+      expect(portalUrl).to.match(/^https:\/\/billing\.stripe\.test\//);
+      await page.waitForURL(portalUrl, WAIT);
+      expect(fake.calls.filter((c) => c.path === '/v1/billing_portal/sessions').at(-1)!.form).to.include({ return_url: `${paidApi}/app/settings/billing`, customer: session.form.customer });
+      expect(reached).to.deep.equal([checkoutUrl, portalUrl]);
+      expect(unexpected(errors)).to.deep.equal([]);
+    } finally {
+      await paid.close();
+      await fake.close();
+    }
   });
 
   it('an agent sees only the screens they may use, and an admin screen\'s address leads away from it', async () => {
