@@ -520,7 +520,7 @@ describe('the team app in a browser', function () {
     expect(errors.filter((e) => !/status of 403|WebSocket connection to .* failed/.test(e))).to.deep.equal([]);
   });
 
-  it('the reply flow works with the keyboard alone: j and k between conversations, r to the reply box, Enter to send', async () => {
+  it('the reply flow works with the keyboard alone: j and k between conversations, r to the reply box, Enter to send, Escape out of it, e to close', async () => {
     const t = await createTenant();
     const first = await startVisitorConversation(t, 'Older question');
     const second = await startVisitorConversation(t, 'Newer question');
@@ -552,6 +552,12 @@ describe('the team app in a browser', function () {
     await page.locator('.messages li.agent', { hasText: 'Typed without a mouse' }).waitFor(WAIT);
     const visitorSees = await request(rt.app).get(`/api/v1/widget/conversations/${second.conversationId}/messages`).set({ Origin: site.url }).set(bearer(second.token)).expect(200);
     expect(visitorSees.body.data.map((m: { content: string }) => m.content)).to.include('Typed without a mouse');
+    // Escape leaves the reply box; e closes the conversation (done with it).
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('e');
+    await page.locator('.status[data-status="closed"]').waitFor(WAIT);
+    await page.getByText('This conversation is closed. Reopen it to answer.').waitFor(WAIT);
+    expect((await request(rt.app).get(`/api/v1/conversations/${second.conversationId}`).set(bearer(t.owner.accessToken)).expect(200)).body.status).to.equal('closed');
     expect(errors).to.deep.equal([]);
   });
 

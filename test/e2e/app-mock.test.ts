@@ -81,7 +81,8 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.locator('.conversations li', { hasText: 'Order 1234' }).getByRole('link').click();
     await page.getByRole('heading', { name: 'Order 1234' }).waitFor(WAIT);
     await page.locator('.messages li', { hasText: 'It ships tomorrow.' }).waitFor(WAIT);
-    await page.getByRole('complementary', { name: 'Visitor' }).waitFor(WAIT);
+    await page.getByRole('complementary', { name: 'Visitor' }).getByRole('heading', { name: 'Current page' }).waitFor(WAIT);
+    await page.locator('.current-page', { hasText: 'Pricing' }).waitFor(WAIT);
     await page.getByRole('button', { name: 'Transfer…' }).click();
     await page.getByLabel('Transfer to').waitFor(WAIT);
     await page.getByRole('combobox', { name: 'Reply to the visitor' }).fill('/');

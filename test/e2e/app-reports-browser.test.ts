@@ -190,6 +190,16 @@ describe('the team app: reports, labels, snooze and search in a browser', functi
     const chips = page.getByRole('list', { name: 'Labels' });
     await chips.getByRole('listitem').filter({ hasText: 'billing' }).waitFor(WAIT);
     await row(page, 'Invoice copy').locator('.label-chip', { hasText: 'billing' }).waitFor(WAIT);
+    // Its subject and priority, changed from the pane.
+    await page.getByRole('button', { name: 'Edit subject' }).click();
+    await page.getByRole('form', { name: 'Subject' }).getByLabel('Subject').fill('Invoice copy for March');
+    await page.getByRole('button', { name: 'Save subject' }).click();
+    await page.getByRole('heading', { name: 'Invoice copy for March' }).waitFor(WAIT);
+    await page.getByLabel('Priority').selectOption('high');
+    await page.locator('.conversation .status', { hasText: 'high priority' }).waitFor(WAIT);
+    await row(page, 'Invoice copy for March').locator('.priority', { hasText: 'high' }).waitFor(WAIT);
+    const changed = (await as(t).get('/api/v1/conversations?status=open').expect(200)).body.data.find((c: { subject: string }) => c.subject === 'Invoice copy for March');
+    expect(changed).to.deep.include({ priority: 'high' });
     await noSeriousViolation(page, 'a conversation with labels');
     await shootBoth(page, 'app-labels', { docs: true });
 

@@ -587,6 +587,25 @@ describe('the team app: settings in a browser', function () {
     }
   });
 
+  it('an admin is offered no owner-only action: no Owner role to give, no role, seat or remove on an owner\'s row', async () => {
+    const t = await createTenant();
+    const admin = await addMember(t, { role: 'admin' });
+    const agent = await addMember(t, { role: 'agent' });
+    const { page, errors } = await signedIn(admin.email);
+    await page.goto(`${api}/app/settings/team`);
+    await page.getByRole('heading', { level: 1, name: 'Team' }).waitFor(WAIT);
+    const ownerRow = page.getByRole('row', { name: new RegExp(t.owner.email.replace(/[.+]/g, '\\$&')) });
+    // The role column says Owner, as text.
+    await ownerRow.getByRole('cell').nth(2).filter({ hasText: /^Owner$/ }).waitFor(WAIT);
+    expect(await ownerRow.getByRole('combobox').count()).to.equal(0);
+    expect(await ownerRow.getByRole('button').count()).to.equal(0);
+    expect(await page.getByLabel('Role', { exact: true }).locator('option').allTextContents()).to.deep.equal(['Agent', 'Admin']);
+    expect(await page.getByLabel(`Role of ${agent.email}`).locator('option').allTextContents()).to.deep.equal(['Agent', 'Admin']);
+    await page.getByLabel(`Role of ${agent.email}`).selectOption('admin');
+    await eventually(async () => (await memberOf(t, agent.userId)).role === 'admin', 'the role to be admin');
+    expect(unexpected(errors)).to.deep.equal([]);
+  });
+
   it('an agent sees only the screens they may use, and an admin screen\'s address leads away from it', async () => {
     const t = await createTenant();
     const agent = await addMember(t, { role: 'agent' });
@@ -595,7 +614,7 @@ describe('the team app: settings in a browser', function () {
     await page.getByRole('heading', { level: 1, name: 'Canned responses' }).waitFor(WAIT);
     const nav = page.getByRole('navigation', { name: 'Settings' });
     expect(await nav.getByRole('link').allTextContents()).to.deep.equal(['Canned responses']);
-    for (const path of ['team', 'widgets', 'api-keys', 'webhooks', 'workflows', 'bots', 'billing']) {
+    for (const path of ['team', 'widgets', 'labels', 'api-keys', 'webhooks', 'workflows', 'bots', 'billing']) {
       await page.goto(`${api}/app/settings/${path}`);
       await page.getByRole('heading', { level: 1, name: 'Canned responses' }).waitFor(WAIT);
       expect(page.url()).to.equal(`${api}/app/settings/canned-responses`);

@@ -12,6 +12,7 @@ const PRIORITIES: Conversation['priority'][] = ['low', 'normal', 'high', 'urgent
 export function Actions({ conversation, me, team }: { conversation: Conversation; me: string | undefined; team: TeamMember[] }) {
   const actions = useConversationActions(conversation.id);
   const [transferring, setTransferring] = useState(false);
+  const [naming, setNaming] = useState(false);
   const closed = conversation.status === 'closed';
   const mine = !!me && conversation.assigned_user_id === me;
   const error = actions.assign.error ?? actions.transfer.error ?? actions.close.error ?? actions.reopen.error ?? actions.update.error;
@@ -31,7 +32,7 @@ export function Actions({ conversation, me, team }: { conversation: Conversation
           </button>
         )}
         {!closed && (
-          <button type="button" onClick={() => (reset(), actions.close.mutate(actions.path))} disabled={actions.close.isPending}>
+          <button type="button" aria-keyshortcuts="e" title="Close (e)" onClick={() => (reset(), actions.close.mutate(actions.path))} disabled={actions.close.isPending}>
             Close
           </button>
         )}
@@ -40,6 +41,9 @@ export function Actions({ conversation, me, team }: { conversation: Conversation
             Reopen
           </button>
         )}
+        <button type="button" aria-expanded={naming} onClick={() => setNaming((n) => !n)}>
+          Edit subject
+        </button>
         <label className="priority-field">
           Priority{' '}
           <select
@@ -55,6 +59,27 @@ export function Actions({ conversation, me, team }: { conversation: Conversation
           </select>
         </label>
       </div>
+      {naming && (
+        <form
+          className="transfer"
+          aria-label="Subject"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const subject = String(new FormData(e.currentTarget).get('subject') ?? '').trim();
+            reset();
+            actions.update.mutate({ ...actions.path, body: { subject: subject || null } }, { onSuccess: () => setNaming(false) });
+          }}
+        >
+          <label htmlFor="subject-input">Subject</label>
+          <input id="subject-input" name="subject" defaultValue={conversation.subject ?? ''} maxLength={200} autoFocus />
+          <button type="submit" disabled={actions.update.isPending}>
+            Save subject
+          </button>
+          <button type="button" onClick={() => setNaming(false)}>
+            Cancel
+          </button>
+        </form>
+      )}
       {transferring && !closed && (
         <TransferForm
           conversation={conversation}

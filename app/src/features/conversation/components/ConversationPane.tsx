@@ -3,7 +3,7 @@ import { useEffect, useRef } from 'react';
 import { ErrorText } from '../../../components/ErrorText.tsx';
 import { session } from '../../../lib/api.ts';
 import { useLive, useTeam } from '../../../lib/hooks.ts';
-import { conversationOptions, sendKey, useMarkRead } from '../api/queries.ts';
+import { conversationOptions, sendKey, useConversationActions, useMarkRead } from '../api/queries.ts';
 import { Actions } from './Actions.tsx';
 import { Labels } from './Labels.tsx';
 import { Snooze, snoozeText } from './Snooze.tsx';
@@ -33,11 +33,20 @@ export function ConversationPane({ id }: { id: string }) {
       if (live.reading === id) live.reading = undefined;
     };
   }, [id, live]);
-  // r: to the reply box, from anywhere but a field.
+  // r: to the reply box; e: close the conversation (done with it). From anywhere but a field.
+  const actions = useConversationActions(id);
+  const closable = !!c && c.status !== 'closed' && !readOnly;
+  const close = actions.close.mutate;
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const target = e.target as HTMLElement;
-      if (e.key !== 'r' || e.altKey || e.ctrlKey || e.metaKey || target.closest('input, textarea, select, [contenteditable]')) return;
+      if (e.altKey || e.ctrlKey || e.metaKey || target.closest('input, textarea, select, [contenteditable]')) return;
+      if (e.key === 'e' && closable) {
+        e.preventDefault();
+        close({ params: { path: { id } } });
+        return;
+      }
+      if (e.key !== 'r') return;
       const box = document.getElementById('reply-text');
       if (!box) return;
       e.preventDefault();
@@ -45,7 +54,7 @@ export function ConversationPane({ id }: { id: string }) {
     };
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
-  }, []);
+  }, [id, closable, close]);
   // A visitor message read as it comes in (the conversation on screen) is marked read on the server too.
   useEffect(
     () =>
@@ -103,6 +112,7 @@ export function ConversationPane({ id }: { id: string }) {
         {typing ? 'The visitor is typing…' : ''}
       </p>
       {lastSend?.status === 'error' && <ErrorText error={lastSend.error} id="reply-error" />}
+      <ErrorText error={actions.close.error} />
       {readOnly ? (
         <p className="notice">Your seat is read-only: you can read this conversation but not answer or handle it.</p>
       ) : c.status === 'closed' ? (

@@ -79,6 +79,8 @@ export function ReplyBox({ conversationId }: { conversationId: string }) {
       e.preventDefault();
       submit();
     }
+    // Escape leaves the box: j, k, r and e work again.
+    if (e.key === 'Escape') e.currentTarget.blur();
   };
 
   const onChange = (value: string) => {

@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Field, FormError, SelectField } from '../../../components/Form.tsx';
 import { $api, fetchClient, type Schemas, session } from '../../../lib/api.ts';
+import { useTeam } from '../../../lib/hooks.ts';
 import { useAction, useChosen } from '../api.ts';
 
 type Role = Schemas['Role'];
@@ -18,8 +19,14 @@ export default function TeamSettings() {
   );
 }
 
+const ROLES: Record<Role, string> = { agent: 'Agent', admin: 'Admin', owner: 'Owner' };
+
 function Members() {
   const tenant = session.tenantId ?? '';
+  // Only an owner makes, changes or removes an owner (the API refuses an admin with 403): an admin is offered none of it.
+  const { me } = useTeam();
+  const owner = me?.role === 'owner';
+  const roles = (Object.keys(ROLES) as Role[]).filter((r) => owner || r !== 'owner');
   const members = useQuery($api.queryOptions('get', MEMBERS, { params: { path: { id: tenant }, query: { limit: 100 } } }));
   const invite = useAction(
     (body: Schemas['MemberCreate']) => fetchClient.POST(MEMBERS, { params: { path: { id: tenant } }, body }),
@@ -42,9 +49,11 @@ function Members() {
       <form onSubmit={submit} noValidate className="inline-form" aria-label="Invite a member">
         <Field label="E-mail" name="email" type="email" required error={invite.error} />
         <SelectField label="Role" name="role" defaultValue="agent" error={invite.error}>
-          <option value="agent">Agent</option>
-          <option value="admin">Admin</option>
-          <option value="owner">Owner</option>
+          {roles.map((r) => (
+            <option key={r} value={r}>
+              {ROLES[r]}
+            </option>
+          ))}
         </SelectField>
         <SelectField label="Seat" name="seat" defaultValue="full" error={invite.error}>
           <option value="full">Full (answers)</option>
@@ -75,33 +84,46 @@ function Members() {
           </tr>
         </thead>
         <tbody>
-          {(members.data?.data ?? []).map((m) => (
-            <tr key={m.user_id}>
-              <td>{m.name || '—'}</td>
-              <td>{m.email}</td>
-              <td>
-                <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => change.mutate({ userId: m.user_id, body: { role: e.target.value as Role } })}>
-                  <option value="agent">Agent</option>
-                  <option value="admin">Admin</option>
-                  <option value="owner">Owner</option>
-                </select>
-              </td>
-              <td>
-                <select aria-label={`Seat of ${m.email}`} value={m.seat} onChange={(e) => change.mutate({ userId: m.user_id, body: { seat: e.target.value as Seat } })}>
-                  <option value="full">Full</option>
-                  <option value="lite">Lite</option>
-                </select>
-              </td>
-              <td>{m.status === 'invited' ? 'Invited' : 'Active'}</td>
-              <td>
-                {m.user_id !== session.userId && (
-                  <button type="button" className="danger" onClick={() => remove.mutate(m.user_id)}>
-                    Remove {m.email}
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
+          {(members.data?.data ?? []).map((m) => {
+            const locked = !owner && m.role === 'owner';
+            return (
+              <tr key={m.user_id}>
+                <td>{m.name || '—'}</td>
+                <td>{m.email}</td>
+                <td>
+                  {locked ? (
+                    ROLES[m.role]
+                  ) : (
+                    <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => change.mutate({ userId: m.user_id, body: { role: e.target.value as Role } })}>
+                      {roles.map((r) => (
+                        <option key={r} value={r}>
+                          {ROLES[r]}
+                        </option>
+                      ))}
+                    </select>
+                  )}
+                </td>
+                <td>
+                  {locked ? (
+                    m.seat === 'full' ? 'Full' : 'Lite'
+                  ) : (
+                    <select aria-label={`Seat of ${m.email}`} value={m.seat} onChange={(e) => change.mutate({ userId: m.user_id, body: { seat: e.target.value as Seat } })}>
+                      <option value="full">Full</option>
+                      <option value="lite">Lite</option>
+                    </select>
+                  )}
+                </td>
+                <td>{m.status === 'invited' ? 'Invited' : 'Active'}</td>
+                <td>
+                  {m.user_id !== session.userId && !locked && (
+                    <button type="button" className="danger" onClick={() => remove.mutate(m.user_id)}>
+                      Remove {m.email}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
     </section>
