@@ -67,4 +67,19 @@ describe('docs/benchmarks.md follows the recorded results', function () {
     expect(lines.find((l) => l.includes('PGlite'))).to.contain('**0.40**').and.contain('not met').and.contain('one run, 2030-01-03');
     expect(page).to.contain('webhook lag from commit to delivery');
   });
+
+  it('counts each repetition of a run that records them (per_run), and a run without them once', () => {
+    const run = (date: string, medianOf: number, perRun?: number[]): Run => ({
+      date,
+      node: 'v26',
+      cpus: 2,
+      database: 'postgres',
+      figures: { 'delivery.dom_of_ws_p99': medianOf },
+      ...(perRun ? { per_run: perRun.map((v) => ({ 'delivery.dom_of_ws_p99': v })) } : {}),
+    });
+    const page = render(new Map([['app', [run('2030-01-01T00:00:00Z', 2), run('2030-01-02T00:00:00Z', 1.1, [1.3, 1.1, 1.0, 1.4, 1.2])]]]));
+    const line = page.split('\n').find((l) => l.startsWith("| a visitor's message in the agent's inbox DOM"));
+    // 2, 1.3, 1.1, 1.0, 1.4, 1.2: six figures, median 1.25.
+    expect(line).to.contain('**1.25x**').and.contain('not met').and.contain('median of 6 runs, 2030-01-01 to 2030-01-02');
+  });
 });
