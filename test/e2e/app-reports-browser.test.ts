@@ -262,7 +262,7 @@ describe('the team app: reports, labels, snooze and search in a browser', functi
     const { page, errors } = await signedIn(t.owner.email);
     await page.getByText('Choose a conversation.').click();
     await page.keyboard.press('/');
-    expect(await page.evaluate(() => document.activeElement?.id)).to.equal('search-input');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).to.equal('search-input');
     await page.keyboard.type('zeppelin');
     const results = page.getByRole('list', { name: 'Search results' });
     const found = results.getByRole('listitem').filter({ hasText: 'Stove question' });
