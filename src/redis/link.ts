@@ -39,6 +39,8 @@ export class RedisLink {
   readonly #timeoutMs: number;
   readonly #breakMs: number;
   #brokenUntil = 0;
+  /** The end of the spell of failing at once: heard as a reconnection (see onReconnect). */
+  #mended: NodeJS.Timeout | undefined;
   readonly #events = new EventEmitter();
 
   constructor(client: RedisClientType, options: RedisLinkOptions) {
@@ -59,7 +61,14 @@ export class RedisLink {
     return this.client.isReady && Date.now() >= this.#brokenUntil;
   }
 
-  /** Runs after every reconnection (not the first connection). */
+  /**
+   * Runs after every reconnection (not the first connection), and when a spell of failing at once after a
+   * timeout ends with the connection up: either way commands may have failed meanwhile (a notification
+   * not published, a presence not written), and whoever keeps them to send again sends them now. Before,
+   * only a reconnection told them, and a timeout with the connection up (Redis or this process busy for
+   * the budget) left them unsent until the next one: another instance's sockets then missed the news of
+   * a message until the tenant's next event.
+   */
   onReconnect(listener: () => void): () => void {
     this.#events.on('ready', listener);
     return () => this.#events.off('ready', listener);
@@ -81,6 +90,7 @@ export class RedisLink {
         if (settled) return;
         settled = true;
         this.#brokenUntil = Date.now() + this.#breakMs;
+        this.#mendAfterBreak();
         reject(new RedisUnavailableError(`no answer within ${this.#timeoutMs} ms`));
       };
       const arm = (late: boolean) => {
@@ -108,8 +118,20 @@ export class RedisLink {
     });
   }
 
+  #mendAfterBreak(): void {
+    if (this.#mended) return;
+    this.#mended = setTimeout(() => {
+      this.#mended = undefined;
+      // Down: its reconnection will tell them. Broken again meanwhile: that timeout set another end.
+      if (this.client.isReady && Date.now() >= this.#brokenUntil) this.#events.emit('ready');
+      else if (this.client.isReady) this.#mendAfterBreak();
+    }, Math.max(0, this.#brokenUntil - Date.now()));
+    this.#mended.unref();
+  }
+
   /** Ends the connection at once (QUIT would wait for one that is reconnecting). */
   close(): void {
+    clearTimeout(this.#mended);
     this.#events.removeAllListeners();
     this.client.destroy();
   }

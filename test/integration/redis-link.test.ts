@@ -4,8 +4,10 @@ import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
 import request from 'supertest';
 import { resilientStoreFactory } from '../../src/http/rate-limit.ts';
+import { RedisFanout } from '../../src/realtime/fanout.ts';
 import { RedisTicketStore } from '../../src/realtime/tickets.ts';
 import { openRedis, type RedisLink, RedisUnavailableError } from '../../src/redis/link.ts';
+import { eventually } from '../support/eventually.ts';
 import { createTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
 import { expectProblem } from '../support/problem.ts';
@@ -94,6 +96,26 @@ describe('Redis within a budget', function () {
     expect(Number(ticket.headers['retry-after'])).to.be.greaterThan(0);
     expect((await request(app).get('/api/ready').expect(200)).body.checks).to.deep.equal({ database: 'ok', redis: 'down' });
     expect(performance.now() - started, 'three requests while Redis answers nothing').to.be.below(1_000);
+  });
+
+  it('news that could not be published while commands failed at once goes out when that spell ends, with no reconnection', async () => {
+    const other = await openRedis(redis.url, { timeoutMs: 50, breakMs: 300, onError: () => undefined });
+    const sender = await RedisFanout.create(link, { pollMs: 250 });
+    const receiver = await RedisFanout.create(other, { pollMs: 250 });
+    try {
+      const heard: string[] = [];
+      await receiver.subscribe({ onNotify: (tenantId) => heard.push(tenantId), onLive: () => undefined });
+      // A command Redis does not answer in time: the next ones fail at once, without reaching Redis.
+      await redis.pause(200);
+      expect(await link.run((c) => c.ping()).catch((err: unknown) => err)).to.be.instanceOf(RedisUnavailableError);
+      sender.notifyOthers(['tenant-during-the-break']);
+      expect(link.up, 'still failing at once').to.equal(false);
+      await eventually(() => heard.includes('tenant-during-the-break'), 'the news to reach the other instance after the break', { timeoutMs: 3_000 });
+    } finally {
+      await sender.close();
+      await receiver.close();
+      other.close();
+    }
   });
 
   it('with Redis stopped, commands fail at once', async () => {
