@@ -33,15 +33,37 @@ async function upToDate(db: Kysely<any>): Promise<boolean> {
   return recorded.length === files.length && recorded.every((name, i) => name === files[i]);
 }
 
+/** The advisory lock instances migrating at once take in turn ("migr" in ASCII). */
+export const MIGRATION_LOCK = 0x6d696772;
+
+/**
+ * Applies the migrations not yet applied, all in one transaction that first takes MIGRATION_LOCK, so that
+ * instances starting together apply them one after the other (the first applies, the others find them
+ * applied). Kysely's own lock is a session lock taken outside any transaction: behind PgBouncer in
+ * transaction mode the lock, the migrations and the unlock can each land on a different server connection,
+ * so two instances migrated at once (CREATE ROLE failing on a duplicate name) and a lock left on a pooled
+ * connection stalled the next start for its whole timeout. A transaction holds one server connection.
+ */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   if (await upToDate(db)) return [];
-  const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-    throw new Error(`migration ${failed ?? '(unknown)'} failed: ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
-  }
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return db.connection().execute(async (conn) => {
+    await sql`begin`.execute(conn);
+    try {
+      await sql`select pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK)})`.execute(conn);
+      // Inside the transaction Kysely's session lock and its unlock share its one server connection.
+      const migrator = new Migrator({ db: conn, provider: new DirectoryMigrationProvider(), disableTransactions: true });
+      const { error, results } = await migrator.migrateToLatest();
+      if (error) {
+        const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+        throw new Error(`migration ${failed ?? '(unknown)'} failed: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
+      }
+      await sql`commit`.execute(conn);
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    } catch (err) {
+      await sql`rollback`.execute(conn).catch(() => undefined);
+      throw err;
+    }
+  });
 }
