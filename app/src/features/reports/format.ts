@@ -2,6 +2,8 @@
 
 export function duration(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined) return '–';
+  // Under 10 s, tenths count (a median of 0.6 s is not 1 s, nor 0 s).
+  if (seconds < 10) return `${Math.round(seconds * 10) / 10} s`;
   const s = Math.round(seconds);
   if (s < 60) return `${s} s`;
   if (s < 3600) {

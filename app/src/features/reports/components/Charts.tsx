@@ -11,13 +11,15 @@ export interface Bar {
   value: number;
   /** The value as the table and the chart's description say it. */
   text: string;
+  /** A shorter label under the bar, when the label is long (the table keeps the label). */
+  tick?: string;
 }
 
-/** A nice upper bound for an axis: 1, 2 or 5 times a power of ten at or above the top value. */
+/** A nice upper bound for an axis: 1, 2 or 4 times a power of ten at or above the top value (its half is round too). */
 function ceiling(top: number): number {
   if (top <= 0) return 1;
   const power = 10 ** Math.floor(Math.log10(top));
-  for (const step of [1, 2, 5, 10]) if (step * power >= top) return step * power;
+  for (const step of [1, 2, 4, 10]) if (step * power >= top) return step * power;
   return 10 * power;
 }
 
@@ -45,7 +47,8 @@ const labelEvery = (n: number) => Math.max(1, Math.ceil(n / 7));
 export function BarChart(props: { title: string; description: string; bars: Bar[]; columns: [string, string]; format?: (v: number) => string; table?: 'shown' | 'folded'; children?: ReactNode }) {
   const id = useId();
   const { bars } = props;
-  const max = ceiling(Math.max(0, ...bars.map((b) => b.value)));
+  // Counts: at least 2, so that the middle line is a whole number.
+  const max = Math.max(2, ceiling(Math.max(0, ...bars.map((b) => b.value))));
   const format = props.format ?? ((v: number) => String(Math.round(v * 10) / 10));
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
@@ -85,7 +88,7 @@ export function BarChart(props: { title: string; description: string; bars: Bar[
               </rect>
               {i % every === 0 && (
                 <text x={x + slot * 0.35} y={H - PAD.bottom + 16} textAnchor="middle" className="tick" aria-hidden="true">
-                  {b.label}
+                  {b.tick ?? b.label}
                 </text>
               )}
             </g>

@@ -247,6 +247,11 @@ function bucketLabel(buckets: Schemas['ReportBucket'][], i: number): string {
   return `Over ${duration(buckets[i - 1]?.le_seconds ?? 0)}`;
 }
 
+function bucketTick(buckets: Schemas['ReportBucket'][], i: number): string {
+  const b = buckets[i]!;
+  return b.le_seconds !== null ? `≤ ${duration(b.le_seconds)}` : `> ${duration(buckets[i - 1]?.le_seconds ?? 0)}`;
+}
+
 function Charts({ summary, series }: { summary: Schemas['ReportSummary']; series: Schemas['ReportSeries'] }) {
   const buckets = summary.first_response_buckets;
   const answered = buckets.reduce((n, b) => n + b.count, 0);
@@ -261,7 +266,7 @@ function Charts({ summary, series }: { summary: Schemas['ReportSummary']; series
         <BarChart
           title="How soon the first response came"
           description={`${answered} first responses: ${buckets.map((b, i) => `${bucketLabel(buckets, i)}: ${b.count}`).join('; ')}.`}
-          bars={buckets.map((b, i) => ({ label: bucketLabel(buckets, i), value: b.count, text: String(b.count) }))}
+          bars={buckets.map((b, i) => ({ label: bucketLabel(buckets, i), tick: bucketTick(buckets, i), value: b.count, text: String(b.count) }))}
           columns={['First response', 'Conversations']}
         />
         <BarChart
