@@ -236,10 +236,11 @@ describe('the team app: reports, labels, snooze and search in a browser', functi
 
     await page.getByRole('navigation', { name: 'Conversation views' }).getByRole('link', { name: /^Snoozed/ }).click();
     await page.getByRole('heading', { name: 'Snoozed', level: 2 }).waitFor(WAIT);
-    await row(page, 'Call me tomorrow').waitFor(WAIT);
+    await row(page, 'Call me tomorrow').locator('.snoozed', { hasText: /^snoozed until / }).waitFor(WAIT);
     // Snoozed elsewhere (the API, another member): it comes into this view live.
     await as(t).post(`/api/v1/conversations/${other.id}/snooze`).send({ until_reply: true }).expect(200);
-    await row(page, 'Waiting for photos').waitFor(WAIT);
+    await row(page, 'Waiting for photos').locator('.snoozed', { hasText: 'snoozed until a reply' }).waitFor(WAIT);
+    await noSeriousViolation(page, 'snoozed');
     await shootBoth(page, 'app-snoozed', { docs: true });
 
     await row(page, 'Call me tomorrow').getByRole('link').click();

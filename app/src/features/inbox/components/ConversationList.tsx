@@ -4,6 +4,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { ErrorText } from '../../../components/ErrorText.tsx';
 import { LabelChips } from '../../../components/LabelChip.tsx';
+import { isSnoozed } from '../../../lib/cache.ts';
 import { since, useLabels, useNow } from '../../../lib/hooks.ts';
 import { listOptions } from '../api/queries.ts';
 import type { View } from '../api/views.ts';
@@ -130,6 +131,11 @@ export function ConversationList({ view: shownView, selected }: { view: View; se
                   <span className="meta">
                     {waiting ? <span className="waiting">waiting {since(c.last_message_at ?? c.created_at, now)}</span> : <span>{since(c.last_message_at ?? c.updated_at, now)}</span>}
                     {c.priority !== 'normal' && <span className={`priority ${c.priority}`}>{c.priority}</span>}
+                    {isSnoozed(c) && (
+                      <span className="snoozed">
+                        {c.snoozed_until ? `snoozed until ${new Date(c.snoozed_until).toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' })}` : 'snoozed until a reply'}
+                      </span>
+                    )}
                     <LabelChips labels={c.labels} />
                     {c.unread_count > 0 && (
                       <span className="badge" aria-label={`${c.unread_count} unread`}>

@@ -47,6 +47,7 @@ export default function SettingsLayout() {
       <header className="top">
         <span className="brand">Settings</span>
         <Link to="/inbox/mine">Back to the inbox</Link>
+        {admin && <Link to="/reports">Reports</Link>}
         {admin && <Link to="/setup/workspace">Setup guide</Link>}
       </header>
       <nav aria-label="Settings" className="settings-nav">
