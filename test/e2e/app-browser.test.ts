@@ -158,6 +158,9 @@ describe('the team app in a browser', function () {
     await agent.getByRole('link', { name: viewName('Unassigned', 1) }).waitFor(WAIT);
     await item.getByRole('link').click();
     await agent.locator('.messages li.visitor', { hasText: 'Do you ship to Norway?' }).waitFor(WAIT);
+    // The visitor panel says where the visitor is: the demo site's page the bubble opened on.
+    await agent.getByRole('complementary', { name: 'Visitor' }).getByRole('heading', { name: 'Current page' }).waitFor(WAIT);
+    await agent.locator('.current-page', { hasText: site.url }).waitFor({ state: 'attached', ...WAIT });
 
     // Assign to me: the conversation moves from Unassigned to Mine.
     await agent.getByRole('button', { name: 'Assign to me' }).click();
