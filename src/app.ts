@@ -58,7 +58,7 @@ import { eventHandlers } from './events/event.handlers.ts';
 import { ticketHandlers } from './realtime/ticket.handlers.ts';
 import { VisitorService } from './visitors/visitor.service.ts';
 import { widgetHandlers } from './widgets/widget.handlers.ts';
-import { widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
+import { sameOriginWidgetRequests, widgetPreflight, widgetPublicHandlers } from './widgets/widget-public.handlers.ts';
 import { WidgetPublicService } from './widgets/widget-public.service.ts';
 import { WidgetService } from './widgets/widget.service.ts';
 import { widgetScript } from './widgets/widget-script.ts';
@@ -260,7 +260,7 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.use(mailPagesRouter(contract.basePath));
   // The team inbox (app/), a client of the API like any other.
   app.use('/app', teamAppRouter(contract.basePath));
-  app.use(`${contract.basePath}/v1/widget`, widgetPreflight(services.widgetPublic));
+  app.use(`${contract.basePath}/v1/widget`, sameOriginWidgetRequests(), widgetPreflight(services.widgetPublic));
   // Stripe signs the webhook's exact bytes: that route reads its body raw, before express.json could.
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
   const json = declaredBodyParser(contract, express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));

@@ -40,6 +40,19 @@ export const widgetPublicHandlers = (widget: WidgetPublicService): Pick<Handlers
  * CORS preflights of the public widget API. A preflight names no widget, so it is answered for an origin
  * that some widget allows; the request itself then answers only when its own widget allows the origin.
  */
+/**
+ * A page on the service's own origin (the first-run guide's test page) sends its bubble's GETs without an
+ * Origin header, as browsers do for same-origin requests that change nothing; the widget API judges
+ * every request by its Origin. Such a request says so in Sec-Fetch-Site, which a page cannot set: its
+ * own origin then stands for the missing header, and the widget's domains judge it as any other.
+ */
+export function sameOriginWidgetRequests(): RequestHandler {
+  return (req, _res, next) => {
+    if (req.headers.origin === undefined && req.get('sec-fetch-site') === 'same-origin') req.headers.origin = `${req.protocol}://${req.get('host')}`;
+    next();
+  };
+}
+
 export function widgetPreflight(widget: WidgetPublicService): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();

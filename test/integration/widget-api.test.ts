@@ -151,6 +151,23 @@ describe('the public widget API', function () {
     expectProblem(await request(rt.app).options('/api/v1/widget/sessions').set('Origin', evil), 403, 'ERR_FORBIDDEN');
   });
 
+  it('a page on the service\'s own origin: its GETs without Origin are judged by that origin when Sec-Fetch-Site says same-origin, and only then', async () => {
+    const own = `http://${new URL(rt.wsUrl).host}`;
+    const widget = await widgetOf(await createTenant(), { domain: new URL(rt.wsUrl).hostname });
+    const token = (await session(widget.id, { page_url: `${own}/app/widget-test.html` }, own).expect(201)).body.visitor_token;
+    const list = () => request(rt.app).get('/api/v1/widget/conversations').set('Authorization', `Bearer ${token}`).set('Host', new URL(rt.wsUrl).host);
+    expect((await list().set('Sec-Fetch-Site', 'same-origin').expect(200)).body.data).to.deep.equal([]);
+    expectProblem(await list(), 403, 'ERR_FORBIDDEN');
+    expectProblem(await list().set('Sec-Fetch-Site', 'cross-site'), 403, 'ERR_FORBIDDEN');
+    // Another widget, whose domains do not hold the service's host: refused as from any other origin.
+    const elsewhere = (await session((await widgetOf(await createTenant())).id).expect(201)).body.visitor_token;
+    expectProblem(
+      await request(rt.app).get('/api/v1/widget/conversations').set('Authorization', `Bearer ${elsewhere}`).set('Host', new URL(rt.wsUrl).host).set('Sec-Fetch-Site', 'same-origin'),
+      403,
+      'ERR_FORBIDDEN',
+    );
+  });
+
   it('a visitor never reads another visitor\'s conversation', async () => {
     const t = await createTenant();
     const widget = await widgetOf(t);
