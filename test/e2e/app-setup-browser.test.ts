@@ -234,14 +234,9 @@ describe('the team app: a new customer sets up in the browser', function () {
     expect(errors.filter((e) => !/status of 400/.test(e))).to.deep.equal([]);
   });
 
-  // Pending on the service: the test page is on the service's own origin, and Chromium sends no Origin
-  // header on a same-origin GET, so the bubble's GET /api/v1/widget/conversations there is refused 403
-  // ("This page is not on one of the widget's domains", src/http/access.ts reads only Origin; the
-  // contract also requires the header, 400 once past that) and the bubble says "Chat is not available on
-  // this website" (its POST /widget/sessions, which carries Origin, passes). Unskip once a widget request
-  // without Origin but with Sec-Fetch-Site: same-origin (a header pages cannot set) is judged by the
-  // request's own origin: with a middleware before the validator on /v1/widget doing that, this test passes.
-  it.skip('the guide\'s "send a test message": the test page opens with the bubble, and what is written there reaches the guide and the inbox', async () => {
+  // The test page is on the service's own origin: Chromium sends its bubble's GETs without Origin, which
+  // the widget API then takes from Sec-Fetch-Site: same-origin (src/widgets/widget-public.handlers.ts).
+  it('the guide\'s "send a test message": the test page opens with the bubble, and what is written there reaches the guide and the inbox', async () => {
     const t = await createTenant({ name: 'Fjord Kayaks' });
     await request(rt.app)
       .post('/api/v1/widgets')
