@@ -4851,7 +4851,7 @@ export interface components {
         Limit: number;
         /** @description Number of items to skip */
         Offset: number;
-        /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+        /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
         OriginHeader: string;
         /** @description Only this member's facts (their responses; closes and waits of conversations assigned to them) */
         ReportAgent: string;
@@ -11018,7 +11018,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path?: never;
@@ -11063,7 +11063,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path?: never;
@@ -11121,7 +11121,7 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
             };
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path: {
@@ -11180,7 +11180,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path: {
@@ -11239,7 +11239,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path: {
@@ -11294,7 +11294,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path?: never;
@@ -11351,7 +11351,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path: {
@@ -11403,7 +11403,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path?: never;
@@ -11449,7 +11449,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The page's origin, set by the browser; it must be one of the widget's domains */
+                /** @description The page's origin, set by the browser; it must be one of the widget's domains. A browser sends none on a GET from a page of the service's own origin; such a request with `Sec-Fetch-Site: same-origin` is taken as from that origin. */
                 Origin: components["parameters"]["OriginHeader"];
             };
             path?: never;
