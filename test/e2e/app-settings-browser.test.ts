@@ -104,11 +104,13 @@ describe('the team app: settings in a browser', function () {
     await page.getByLabel('E-mail', { exact: true }).fill('not-an-address');
     await page.getByRole('button', { name: 'Invite' }).click();
     await findingOf(page, 'E-mail').waitFor(WAIT);
-    await page.getByLabel('E-mail', { exact: true }).fill('new.colleague@example.test');
+    // An address nobody has: an existing account would join at once, not be invited.
+    const invitee = `new.colleague.${t.tenantId.slice(-8)}@example.test`;
+    await page.getByLabel('E-mail', { exact: true }).fill(invitee);
     await page.getByLabel('Role', { exact: true }).selectOption('admin');
     await page.getByRole('button', { name: 'Invite' }).click();
-    await page.getByRole('status').filter({ hasText: 'Invitation sent to new.colleague@example.test' }).waitFor(WAIT);
-    const row = page.getByRole('row', { name: /new\.colleague@example\.test/ });
+    await page.getByRole('status').filter({ hasText: `Invitation sent to ${invitee}` }).waitFor(WAIT);
+    const row = page.getByRole('row', { name: invitee });
     await row.getByText('Invited').waitFor(WAIT);
 
     // Role and seat of an active member; then remove the invited one.
@@ -116,7 +118,7 @@ describe('the team app: settings in a browser', function () {
     await eventually(async () => (await memberOf(t, agent.userId)).seat === 'lite', 'the seat to be lite');
     await page.getByLabel(`Role of ${agent.email}`).selectOption('admin');
     await eventually(async () => (await memberOf(t, agent.userId)).role === 'admin', 'the role to be admin');
-    await page.getByRole('button', { name: 'Remove new.colleague@example.test' }).click();
+    await page.getByRole('button', { name: `Remove ${invitee}` }).click();
     await row.waitFor({ state: 'detached', ...WAIT });
 
     // A department: made, renamed, a member ticked, deleted.
