@@ -197,7 +197,42 @@ ${BENCHMARKS.map((b) => {
   return `| \`${b.command}\` | ${b.measures} | ${record} |`;
 }).join('\n')}
 
-${describeModel()}`;
+${balancerCpu(results.get('balancer') ?? [])}${describeModel()}`;
+}
+
+/**
+ * Where bench:balancer's CPU went in its latest run: each part's CPU seconds per phase (medians of its
+ * pairs), the stack's beside the one instance's. Its goal is a ratio of sends/s; this says why it is what it is.
+ */
+function balancerCpu(runs: Run[]): string {
+  const run = runs.at(-1);
+  if (!run) return '';
+  const parts = [...new Set(Object.keys(run.figures).filter((k) => /^(stack|single)\.cpu_s\./.test(k)).map((k) => k.split('.').slice(2).join('.')))];
+  if (parts.length === 0) return '';
+  const cell = (side: string, part: string) => {
+    const v = run.figures[`${side}.cpu_s.${part}`];
+    return typeof v === 'number' ? v.toFixed(2) : '';
+  };
+  const perSend = (side: string) => {
+    const cpu = run.figures[`${side}.cpu_s.postgres_primary`];
+    const rate = run.figures[`${side}.sends_per_s`];
+    const seconds = (run as { seconds?: number }).seconds ?? 10;
+    return typeof cpu === 'number' && typeof rate === 'number' && rate > 0 ? (((cpu / (rate * seconds)) * 1000).toFixed(1)) : '';
+  };
+  return `## Where the balancer's CPU goes
+
+\`bench:balancer\`'s latest run (${run.date.slice(0, 10)}): CPU seconds of each part in a phase, the stack's phase beside
+the one instance's (each the median of its pairs), and sends/s. Both cores are busy in both phases; PostgreSQL's
+CPU per send is the difference that matters (PgBouncer before 1.21 keeps no prepared statements, so the stack's
+instances send every statement unprepared).
+
+| part | stack | one instance |
+|---|---|---|
+${parts.map((p) => `| ${p.replaceAll('_', ' ')} | ${cell('stack', p)} | ${cell('single', p)} |`).join('\n')}
+| sends/s | ${run.figures['stack.sends_per_s'] ?? ''} | ${run.figures['single.sends_per_s'] ?? ''} |
+| PostgreSQL primary, CPU ms per send | ${perSend('stack')} | ${perSend('single')} |
+
+`;
 }
 
 export function readResults(root: string): Map<string, Run[]> {
