@@ -54,7 +54,7 @@ export class RedisSessionChanges implements SessionChanges {
     subscriber.onResume(() => {
       for (const listener of this.#gapListeners) listener();
     });
-    link.onReconnect(() => this.#flush());
+    link.onAvailable(() => this.#flush());
   }
 
   static async create(link: RedisLink, onError: (err: unknown) => void): Promise<RedisSessionChanges> {

@@ -25,7 +25,7 @@ export class RedisFeedWakeups {
     this.#link = link;
     this.#subscriber = subscriber;
     subscriber.onResume(() => this.#wake());
-    link.onReconnect(() => {
+    link.onAvailable(() => {
       if (!this.#unsent) return;
       this.#unsent = false;
       this.announce();

@@ -81,7 +81,7 @@ export class RedisFanout implements Fanout {
     this.#link = link;
     this.#subscriber = subscriber;
     this.#pollMs = pollMs;
-    link.onReconnect(() => this.#flush());
+    link.onAvailable(() => this.#flush());
   }
 
   /**

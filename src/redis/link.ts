@@ -39,7 +39,7 @@ export class RedisLink {
   readonly #timeoutMs: number;
   readonly #breakMs: number;
   #brokenUntil = 0;
-  /** The end of the spell of failing at once: heard as a reconnection (see onReconnect). */
+  /** The end of the spell of failing at once (see onAvailable). */
   #mended: NodeJS.Timeout | undefined;
   readonly #events = new EventEmitter();
 
@@ -53,6 +53,7 @@ export class RedisLink {
     client.on('ready', () => {
       this.#brokenUntil = 0;
       this.#events.emit('ready');
+      this.#events.emit('available');
     });
   }
 
@@ -61,17 +62,21 @@ export class RedisLink {
     return this.client.isReady && Date.now() >= this.#brokenUntil;
   }
 
-  /**
-   * Runs after every reconnection (not the first connection), and when a spell of failing at once after a
-   * timeout ends with the connection up: either way commands may have failed meanwhile (a notification
-   * not published, a presence not written), and whoever keeps them to send again sends them now. Before,
-   * only a reconnection told them, and a timeout with the connection up (Redis or this process busy for
-   * the budget) left them unsent until the next one: another instance's sockets then missed the news of
-   * a message until the tenant's next event.
-   */
+  /** Runs after every reconnection (not the first connection): Redis may have lost what this instance wrote. */
   onReconnect(listener: () => void): () => void {
     this.#events.on('ready', listener);
     return () => this.#events.off('ready', listener);
+  }
+
+  /**
+   * Runs whenever commands work again: after a reconnection, and when a spell of failing at once after a
+   * timeout ends with the connection up. Whoever keeps what failed meanwhile (a notification not
+   * published) sends it now: a timeout has no reconnection to wait for, and told only then, another
+   * instance's sockets would miss the news of a message until the tenant's next event.
+   */
+  onAvailable(listener: () => void): () => void {
+    this.#events.on('available', listener);
+    return () => this.#events.off('available', listener);
   }
 
   /**
@@ -123,7 +128,7 @@ export class RedisLink {
     this.#mended = setTimeout(() => {
       this.#mended = undefined;
       // Down: its reconnection will tell them. Broken again meanwhile: that timeout set another end.
-      if (this.client.isReady && Date.now() >= this.#brokenUntil) this.#events.emit('ready');
+      if (this.client.isReady && Date.now() >= this.#brokenUntil) this.#events.emit('available');
       else if (this.client.isReady) this.#mendAfterBreak();
     }, Math.max(0, this.#brokenUntil - Date.now()));
     this.#mended.unref();
