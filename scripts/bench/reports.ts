@@ -278,7 +278,7 @@ async function main() {
   };
   const rates: Record<'on' | 'off', Record<'send' | 'close', number[]>> = { on: { send: [], close: [] }, off: { send: [], close: [] } };
   try {
-    // Unmeasured first: the first phase ran cold and slowest in every run, and it was always a facts-on one.
+    // Unmeasured first, so that the service's cold start is not charged to the first phase (always facts-on).
     for (const what of ['send', 'close'] as const) console.log(`warm-up (unmeasured), ${what}: ${round(await phase(what))} /s`);
     for (const [i, facts] of (['on', 'off', 'off', 'on', 'on', 'off'] as const).entries()) {
       setFactHooksForBenchmark(facts === 'on');

@@ -41,8 +41,9 @@ export const MIGRATION_LOCK = 0x6d696772;
  * instances starting together apply them one after the other (the first applies, the others find them
  * applied). Kysely's own lock is a session lock taken outside any transaction: behind PgBouncer in
  * transaction mode the lock, the migrations and the unlock can each land on a different server connection,
- * so two instances migrated at once (CREATE ROLE failing on a duplicate name) and a lock left on a pooled
- * connection stalled the next start for its whole timeout. A transaction holds one server connection.
+ * so it would let two instances migrate at once (CREATE ROLE failing on a duplicate name) and could stay
+ * on a pooled connection, stalling the next start for its whole timeout. A transaction holds one server
+ * connection.
  */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   if (await upToDate(db)) return [];

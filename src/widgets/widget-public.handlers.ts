@@ -37,10 +37,6 @@ export const widgetPublicHandlers = (widget: WidgetPublicService): Pick<Handlers
 });
 
 /**
- * CORS preflights of the public widget API. A preflight names no widget, so it is answered for an origin
- * that some widget allows; the request itself then answers only when its own widget allows the origin.
- */
-/**
  * A page on the service's own origin (the first-run guide's test page) sends its bubble's GETs without an
  * Origin header, as browsers do for same-origin requests that change nothing; the widget API judges
  * every request by its Origin. Such a request says so in Sec-Fetch-Site, which a page cannot set: its
@@ -53,6 +49,10 @@ export function sameOriginWidgetRequests(): RequestHandler {
   };
 }
 
+/**
+ * CORS preflights of the public widget API. A preflight names no widget, so it is answered for an origin
+ * that some widget allows; the request itself then answers only when its own widget allows the origin.
+ */
 export function widgetPreflight(widget: WidgetPublicService): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();
