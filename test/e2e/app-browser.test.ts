@@ -8,7 +8,7 @@ import request from 'supertest';
 import { type DemoSite, startDemoSite } from '../../scripts/demo-site.ts';
 import { TokenService } from '../../src/auth/tokens.ts';
 import { APP_CSP } from '../../src/http/team-app.ts';
-import { openBrowser, type Browsing, socketCutter } from '../support/browser.ts';
+import { type Browsing, errorsOf, openBrowser, socketCutter } from '../support/browser.ts';
 import { shoot } from '../support/screenshots.ts';
 import { addMember, createConversation, createTenant, login, PASSWORD, type TestTenant } from '../support/factories.ts';
 import { TEST_JWT_SECRET } from '../support/harness.ts';
@@ -58,11 +58,7 @@ describe('the team app in a browser', function () {
   /** The app's page, with every console error and failed page error kept for the test to check. */
   async function appPage(b: Browsing) {
     const page = await b.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     return { page, errors };
   }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
-import { openBrowser, type Browsing } from '../support/browser.ts';
+import { type Browsing, errorsOf, openBrowser } from '../support/browser.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const WAIT = { timeout: 15_000 };
@@ -60,11 +60,7 @@ describe('the team app against the mock (npm run app:dev)', function () {
 
   it('every screen renders from the contract\'s examples with no console error', async () => {
     const page: Page = await browsing.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     await page.goto(url);
     await page.getByRole('heading', { name: 'Log in to your inbox' }).waitFor(WAIT);
     await page.getByLabel('E-mail').fill('ada@example.com');
@@ -107,11 +103,7 @@ describe('the team app against the mock (npm run app:dev)', function () {
     const owner = team.data.find((m) => m.role === 'owner') ?? team.data[0]!;
     const claims = Buffer.from(JSON.stringify({ sub: owner.user_id, tid: 'tn_01935d6e-7a3c-7c2e-9f10-2b6d0c1e4a56' })).toString('base64url');
     const page: Page = await browsing.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     await page.route(/\/api\/v1\/auth\/(login|refresh)$/, async (route) => {
       const answer = await route.fetch();
       const body = (await answer.json()) as Record<string, unknown>;

@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 import request from 'supertest';
 import { appendMessage } from '../../src/conversations/message.service.ts';
 import { inTenantTransaction } from '../../src/events/outbox.ts';
-import { openBrowser, type Browsing } from '../support/browser.ts';
+import { type Browsing, errorsOf, openBrowser } from '../support/browser.ts';
 import { addMember, createConversation, createTenant, PASSWORD, type TestTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
 import { type RealtimeServer, startRealtime } from '../support/realtime.ts';
@@ -40,11 +40,7 @@ describe('the team app: reports, labels, snooze and search in a browser', functi
     const b = await openBrowser();
     open.push(b);
     const page = await b.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     await page.goto(`${api}/app/`);
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);

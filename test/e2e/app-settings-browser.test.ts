@@ -2,7 +2,7 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { expect } from 'chai';
 import request from 'supertest';
 import type { Locator, Page } from 'playwright-core';
-import { openBrowser, type Browsing } from '../support/browser.ts';
+import { type Browsing, errorsOf, openBrowser } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
 import { testDispatcher } from '../support/dispatcher.ts';
 import { addMember, createTenant, PASSWORD, type TestTenant } from '../support/factories.ts';
@@ -62,11 +62,7 @@ describe('the team app: settings in a browser', function () {
     open.push(b);
     await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: at });
     const page = await b.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     await page.goto(`${at}/app/`);
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill(password);

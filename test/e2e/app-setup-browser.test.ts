@@ -10,7 +10,7 @@ import pino from 'pino';
 import type { Page } from 'playwright-core';
 import request from 'supertest';
 import { createMailer } from '../../src/mail/mailer.ts';
-import { openBrowser, type Browsing } from '../support/browser.ts';
+import { type Browsing, errorsOf, openBrowser } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
 import { createTenant, PASSWORD } from '../support/factories.ts';
 import { type RealtimeServer, startRealtime } from '../support/realtime.ts';
@@ -106,11 +106,7 @@ describe('the team app: a new customer sets up in the browser', function () {
     const b = await openBrowser();
     open.push(b);
     const page = await b.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     return { browsing: b, page, errors };
   }
 
@@ -130,11 +126,7 @@ describe('the team app: a new customer sets up in the browser', function () {
     open.push(b);
     await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
     const page = await b.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     const screen = async (name: string, heading: string | RegExp) => {
       await page.getByRole('heading', { level: 1, name: heading }).waitFor(WAIT);
       screens.push(name);

@@ -13,6 +13,7 @@ import { bundleAsyncApi } from '../../src/http/asyncapi.ts';
 import { operationsOf } from '../../src/http/code-samples.ts';
 import { loadContract } from '../../src/http/contract.ts';
 import { REDOC_VERSION, Reference, servedEventsDocument, servedRestDocument } from '../../src/http/reference.ts';
+import { errorsOf } from '../support/browser.ts';
 import { getHarness } from '../support/harness.ts';
 import { openPagesBrowser, type PagesBrowser } from '../support/pages-browser.ts';
 
@@ -51,11 +52,7 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
   /** A page with its console errors and uncaught errors kept; hydrated once the bundle's module ran. */
   async function open(url: string): Promise<{ page: Page; errors: string[] }> {
     const page = await browser.context.newPage();
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const errors = errorsOf(page);
     await page.goto(url);
     return { page, errors };
   }

@@ -5,7 +5,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { type BrowserContext, chromium, type LaunchOptions } from 'playwright-core';
+import { type BrowserContext, chromium, type LaunchOptions, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -89,4 +89,14 @@ export function socketCutter(server: Server, credential: 'visitor_token' | 'tick
       for (const listener of listeners) server.on('upgrade', listener);
     },
   };
+}
+
+/** The page's console errors and uncaught errors, as they come: a test checks them at its end. */
+export function errorsOf(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  return errors;
 }
