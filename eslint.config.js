@@ -31,7 +31,7 @@ export const features = {
   hours: ['db', 'http', 'shared'],
   labels: ['db', 'events', 'http', 'shared'],
   snooze: ['db', 'events', 'http', 'jobs', 'shared'],
-  reports: ['db', 'hours', 'http', 'shared'],
+  reports: ['db', 'hours', 'http', 'jobs', 'shared'],
   team: ['db', 'http', 'presence', 'shared'],
   visitors: ['contacts', 'db', 'http', 'shared'],
   auth: ['db', 'http', 'mail', 'redis', 'shared'],

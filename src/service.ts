@@ -17,6 +17,7 @@ import type { Config } from './config.ts';
 import { openServiceDatabase } from './db/service-database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Scheduler } from './jobs/scheduler.ts';
+import { foldJob } from './reports/fold.job.ts';
 import { snoozeJob } from './snooze/snooze.service.ts';
 import { orphanFileJob, retentionJobs } from './retention/retention.jobs.ts';
 import { fileSigningKey } from './files/file.service.ts';
@@ -164,6 +165,8 @@ export async function startService(config: Config, opening?: Promise<Database>):
       returnTimerJob(services.routing, 30_000),
       // Snoozes are looked at every 30 seconds: a conversation is back within half a minute of its time.
       snoozeJob(services.snooze, 30_000),
+      // Report facts waiting for their rollups are folded every 30 seconds (reports fold their own first).
+      foldJob(30_000),
     ],
   });
   scheduler.start();

@@ -496,5 +496,7 @@ export const samples: Record<string, Record<string, unknown>> = {
     rollupGrid: { cases: { 'per day': [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'label', key: 'lbl' }, true] } },
     rollupDailyPercentiles: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }],
     tenantTimeZone: ['tn'],
+    foldPendingFacts: ['tn'],
+    tenantsWithPendingFacts: [100],
   }),
 };

@@ -104,6 +104,7 @@ export interface DB {
   labels: LabelsTable;
   conversation_labels: ConversationLabelsTable;
   report_facts: ReportFactsTable;
+  report_facts_pending: ReportFactsPendingTable;
   conversation_facts: ConversationFactsTable;
   report_daily: ReportDailyTable;
   report_daily_grid: ReportDailyGridTable;
@@ -604,7 +605,7 @@ export interface ConversationLabelsTable {
 
 export type ReportFactKind = 'conversation' | 'first_response' | 'response' | 'resolution' | 'reopen' | 'handoff' | 'queue_wait' | 'survey' | 'csat';
 
-/** One fact reports count (src/reports/facts.ts); a trigger adds it to report_daily. */
+/** One fact reports count (src/reports/facts.ts); a trigger puts it in report_facts_pending until it is folded into report_daily. */
 export interface ReportFactsTable {
   id: Generated<number>;
   tenant_id: string;
@@ -616,6 +617,13 @@ export interface ReportFactsTable {
   seconds: number | null;
   bh_seconds: number | null;
   value: number | null;
+}
+
+/** A fact not yet folded into its rollups (migration 2026-12-02T09-00-00; src/reports/fold.job.ts). */
+export interface ReportFactsPendingTable {
+  fact_id: number;
+  tenant_id: string;
+  conversation_id: string;
 }
 
 /** What the next facts of a conversation need (started by a trigger on conversations). */

@@ -202,3 +202,15 @@ from
   "tenants"
 where
   "id" = $1;
+
+-- report.foldPendingFacts
+select
+  report_rollup_fold ($1) as folded;
+
+-- report.tenantsWithPendingFacts
+select distinct
+  "tenant_id"
+from
+  "report_facts_pending"
+limit
+  $1;

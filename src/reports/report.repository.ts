@@ -3,8 +3,8 @@ import type { Tx } from '../db/database.ts';
 
 // The read side of reports, two ways to the same figures (DESIGN 18):
 // - rollups (report_daily, report_daily_grid): per day of the tenant's time zone, per tenant,
-//   department, agent or label, kept in the writing transaction; what a daily report in that zone with at
-//   most one filter reads;
+//   department, agent or label, folded from the facts waiting for them before a report reads them (and
+//   by a job); what a daily report in that zone with at most one filter reads;
 // - facts (report_facts, index on tenant, kind, time): any other zone, hours, several filters at once;
 //   the kinds are named so that the index's time range applies under each (else it reads them all).
 // Both answer the same shapes: totals per kind (and bucket) and counts per grid value (src/reports/grid.ts).
@@ -164,4 +164,19 @@ export async function rollupDailyPercentiles(trx: Tx, filter: RollupFilter): Pro
 export async function tenantTimeZone(trx: Tx, tenantId: string): Promise<string> {
   const row = await trx.selectFrom('tenants').select('timezone').where('id', '=', tenantId).executeTakeFirstOrThrow();
   return row.timezone;
+}
+
+/**
+ * Folds the tenant's facts that wait for their rollups into them (migration 2026-12-02T09-00-00): one
+ * statement for all of them, after the folds of the tenant in flight. Answers how many it folded.
+ */
+export async function foldPendingFacts(trx: Tx, tenantId: string): Promise<number> {
+  const { rows } = await sql<{ folded: string }>`select report_rollup_fold(${tenantId}) as folded`.execute(trx);
+  return Number(rows[0]!.folded);
+}
+
+/** The tenants with facts waiting to be folded, at most `limit`. */
+export async function tenantsWithPendingFacts(trx: Tx, limit: number): Promise<string[]> {
+  const rows = await trx.selectFrom('report_facts_pending').select('tenant_id').distinct().limit(limit).execute();
+  return rows.map((r) => r.tenant_id);
 }

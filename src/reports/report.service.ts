@@ -164,7 +164,17 @@ export class ReportService {
     return { timeZone, range, of: index(totals, grid), path: 'facts' as const };
   }
 
+  /**
+   * The tenant's facts still waiting for their rollups go into them first, in a transaction of its own
+   * (its lock, which orders the tenant's folds, is not held through the read): a report then counts every
+   * fact committed before it was asked for.
+   */
+  async #fold(tenantId: string): Promise<void> {
+    if (this.#read === 'rollups') await this.#database.withTenant(tenantId, (trx) => repo.foldPendingFacts(trx, tenantId));
+  }
+
   async summary(principal: Principal, query: ReportQuery): Promise<S['ReportSummary']> {
+    await this.#fold(principal.tenantId);
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const { timeZone, of: at } = await this.#figures(trx, principal, query, undefined);
       const of = (kind: string) => at(null, kind);
@@ -200,6 +210,7 @@ export class ReportService {
 
   async series(principal: Principal, query: ReportQuery): Promise<S['ReportSeries']> {
     const unit = query.group_by ?? 'day';
+    await this.#fold(principal.tenantId);
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const { timeZone, range, of } = await this.#figures(trx, principal, query, unit);
       const points = pointsOf(range.first, range.last, timeZone, unit).map(({ key, start: at }): S['ReportPoint'] => {

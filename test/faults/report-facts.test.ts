@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import { type Database, openDatabase } from '../../src/db/database.ts';
+import { foldPendingFacts } from '../../src/reports/report.repository.ts';
 import { rawRowsOf, recompute, sortFacts } from '../support/reports-recompute.ts';
 import { recordFigure } from './figures.ts';
 import { call, ServiceProcess, setUpTenant, waitFor } from './support.ts';
@@ -73,7 +74,8 @@ async function killDuringCloses(suite: string, env: { DATABASE_URL?: string; DAT
     const inFlight = ops.filter((o) => o.op === 'close' && o.status === 'no answer').length;
     const resolutions = facts.filter((f) => f.kind === 'resolution').length;
 
-    // The rollups of the tenant against its facts.
+    // The rollups of the tenant against its facts, once the facts waiting for them are folded in.
+    await database.withTenant(tenant.tenantId, (trx) => foldPendingFacts(trx, tenant.tenantId));
     const { rows: rollupsWrong } = await database.withTenant(tenant.tenantId, (trx) =>
       sql<{ kind: string }>`
         with f as (select kind, count(*) as n, count(seconds) as timed from report_facts where tenant_id = ${tenant.tenantId} group by kind),

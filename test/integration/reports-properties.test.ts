@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import request from 'supertest';
 import { gridOf } from '../../src/reports/grid.ts';
+import { foldPendingFacts } from '../../src/reports/report.repository.ts';
 import { type ReportQuery, ReportService } from '../../src/reports/report.service.ts';
 import type { UserPrincipal } from '../../src/shared/principal.ts';
 import { type TestTenant, addMember, createConversation, createTenant, login } from '../support/factories.ts';
@@ -59,7 +60,9 @@ type Step =
   | { op: 'handoff'; c: number; by: 'bot' | 'member' }
   | { op: 'snooze'; c: number; untilReply: boolean }
   | { op: 'answer'; c: number; rating: number }
-  | { op: 'label'; c: number; add: boolean };
+  | { op: 'label'; c: number; add: boolean }
+  // The tenant's waiting facts folded into their rollups there (as a report or the fold job does).
+  | { op: 'fold'; c: number };
 
 const slot = fc.integer({ min: 0, max: 2 });
 const who = fc.constantFrom<Who>('owner', 'agent');
@@ -74,6 +77,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('snooze' as const), c: slot, untilReply: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('answer' as const), c: slot, rating: fc.integer({ min: 1, max: 5 }) }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('label' as const), c: slot, add: fc.boolean() }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('fold' as const), c: slot }), weight: 1 },
 );
 // Seconds before each step: often a few, sometimes hours (a history spans a day boundary and the change).
 const gapArb = fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 301, max: 4 * 3600 }));
@@ -103,6 +107,7 @@ const EVERY_KIND: History = {
       [30, { op: 'visitor', c: 0 }],
       [45, { op: 'visitor', c: 0 }],
       [3000, { op: 'reply', c: 0, by: 'owner' }],
+      [1, { op: 'fold', c: 0 }],
       [5, { op: 'label', c: 0, add: true }],
       [10, { op: 'start', c: 1, bot: true }],
       [20, { op: 'botSays', c: 1 }],
@@ -275,6 +280,10 @@ describe('reports: every figure against a recomputation from the raw rows (fast-
       const c = slots[step.c];
       const visitor = (kind: 'plain' | 'bot') => ({ Authorization: `Bearer ${w.visitors[kind]}`, Origin: SITES[kind] });
       let res: request.Response | undefined;
+      if (step.op === 'fold') {
+        await h.database.withTenant(w.t.tenantId, (trx) => foldPendingFacts(trx, w.t.tenantId));
+        continue;
+      }
       if (step.op === 'start' || !c) {
         // Any step of a conversation not yet started starts it (slot 1 with the bot, unless told).
         if (c) continue;

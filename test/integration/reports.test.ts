@@ -1,9 +1,11 @@
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import request from 'supertest';
 import { appendMessage } from '../../src/conversations/message.service.ts';
 import { EventBus } from '../../src/events/bus.ts';
 import { inTenantTransaction } from '../../src/events/outbox.ts';
 import { openSecondsBetween } from '../../src/reports/business-time.ts';
+import { foldPendingFacts } from '../../src/reports/report.repository.ts';
 import { pointsOf, rangeOf } from '../../src/reports/report.service.ts';
 import { type TestTenant, createConversation, createTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
@@ -58,6 +60,8 @@ describe('reports', function () {
     expect(summary.first_response.business_hours, 'no hours: nothing counted in business hours').to.deep.equal({ count: 0, average_seconds: null, median_seconds: null, p90_seconds: null });
     expect(summary.csat).to.deep.equal({ surveys: 2, responses: 0, response_rate: 0, score: null, satisfied_share: null });
     expect(summary.first_response_buckets.reduce((n: number, b: { count: number }) => n + b.count, 0)).to.equal(1);
+    // The summary above folded the facts into their rollups: none waits.
+    expect(await database.withTenant(t.tenantId, (trx) => trx.selectFrom('report_facts_pending').selectAll().execute())).to.deep.equal([]);
     const rollups = await database.withTenant(t.tenantId, (trx) => trx.selectFrom('report_daily').selectAll().where('dimension', '=', 'tenant').execute());
     for (const kind of new Set(kinds)) {
       const r = rollups.find((x) => x.kind === kind)!;
@@ -67,6 +71,55 @@ describe('reports', function () {
     const agent = (await request(app).get(`/api/v1/reports/summary?from=${today()}&to=${today()}&agent_id=${t.owner.userId}`).set(auth).expect(200)).body;
     expect(agent.response.count).to.equal(2);
     expect(agent.conversations, 'a conversation fact belongs to no agent').to.equal(0);
+  });
+
+  it('facts wait for their rollups until folded: replies, closes, labels and folds at once, each fact counted once, under its labels as they are when folded', async () => {
+    const { app, database } = await getHarness();
+    const t = await createTenant({ timezone: 'UTC' });
+    const auth = bearer(t.owner.accessToken);
+    const label = (await request(app).post('/api/v1/labels').set(auth).send({ name: 'vip', color: '#aa0000' }).expect(201)).body;
+    const conversations = await Promise.all([0, 1, 2, 3].map(() => createConversation(t)));
+    const pending = () => database.withTenant(t.tenantId, (trx) => trx.selectFrom('report_facts_pending').select('fact_id').execute());
+    expect(await pending(), 'a new conversation fact waits').to.have.length(4);
+    // Folded before the label: its facts move into the label's rollups with it; the others are folded
+    // later, with the labels their conversations have then.
+    expect(await database.withTenant(t.tenantId, (trx) => foldPendingFacts(trx, t.tenantId))).to.equal(4);
+    await request(app).post(`/api/v1/conversations/${conversations[0]!.id}/labels/${label.id}`).set(auth).expect(200);
+    const folds: Promise<unknown>[] = [];
+    await Promise.all(
+      conversations.map(async (c, i) => {
+        for (let round = 0; round < 3; round++) {
+          await visitorSays(t, c.id, `question ${round}`);
+          await request(app).post('/api/v1/messages').set(auth).send({ conversation_id: c.id, content: `answer ${round}` }).expect(201);
+          folds.push(database.withTenant(t.tenantId, (trx) => foldPendingFacts(trx, t.tenantId)));
+          if (round === 1 && i % 2 === 1) await request(app).post(`/api/v1/conversations/${c.id}/labels/${label.id}`).set(auth).expect(200);
+          folds.push(request(app).get(`/api/v1/reports/summary?from=${today()}&to=${today()}&label_id=${label.id}`).set(auth).expect(200));
+        }
+        await request(app).post(`/api/v1/conversations/${c.id}/close`).set(auth).expect(200);
+        if (i === 3) await request(app).delete(`/api/v1/conversations/${c.id}/labels/${label.id}`).set(auth).expect(200);
+      }),
+    );
+    await Promise.all(folds);
+    const summary = (key: string) => request(app).get(`/api/v1/reports/summary?from=${today()}&to=${today()}${key}`).set(auth).expect(200);
+    const all = (await summary('')).body;
+    expect(await pending(), 'the report folded every waiting fact').to.deep.equal([]);
+    expect(all.conversations).to.equal(4);
+    expect(all.first_response.count).to.equal(4);
+    expect(all.response.count).to.equal(12);
+    expect(all.resolution.count).to.equal(4);
+    // The label is on conversations 0 and 1 at the end (3 had it and lost it): their facts, and only theirs.
+    const labelled = (await summary(`&label_id=${label.id}`)).body;
+    expect(labelled).to.include({ conversations: 2 });
+    expect(labelled.response.count).to.equal(6);
+    expect(labelled.resolution.count).to.equal(2);
+    const { rows: wrong } = await database.withTenant(t.tenantId, (trx) =>
+      sql<{ kind: string }>`
+        with f as (select kind, count(*) as n from report_facts where tenant_id = ${t.tenantId} group by kind),
+          r as (select kind, sum(n) as n from report_daily where tenant_id = ${t.tenantId} and dimension = 'tenant' group by kind)
+        select coalesce(f.kind, r.kind) as kind from f full join r using (kind) where f.n is distinct from r.n
+      `.execute(trx),
+    );
+    expect(wrong, 'rollups differing from their facts').to.deep.equal([]);
   });
 
   it('series: one point per day (or hour) of the range in the time zone, empty ones included; CSV by format or Accept', async () => {
