@@ -90,10 +90,21 @@ export function useMarkRead(conversationId: string) {
   });
 }
 
-/** Uploads a file for this conversation (streamed by the service; over 20 MiB is refused with 413). */
+/** The largest file one upload carries (the contract's `File.size` maximum, 20 MiB). */
+export const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
+
+/**
+ * Uploads a file for this conversation (streamed by the service; over 20 MiB is refused with 413). A file
+ * known to be too large is refused here, as the service would refuse it, before any of it is sent: the
+ * member need not wait for 20 MiB to go up to hear it, and a browser that sees the service answer before
+ * the body is sent may report a failed request instead of the answer.
+ */
 export function useUpload(conversationId: string) {
   return useMutation({
     mutationFn: async (file: File) => {
+      if (file.size > MAX_UPLOAD_BYTES) {
+        throw { status: 413, code: 'ERR_PAYLOAD_TOO_LARGE', title: 'Payload too large', detail: `The file is larger than ${MAX_UPLOAD_BYTES} bytes (20 MiB)` };
+      }
       const { data, error } = await fetchClient.POST('/v1/files', {
         // The part's filename becomes the file's name; the generated type says `string` for binary.
         body: { conversation_id: conversationId, file: file as unknown as string },
