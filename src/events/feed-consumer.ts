@@ -4,6 +4,7 @@ import type { EventBus } from './bus.ts';
 import * as cursors from './feed-cursor.repository.ts';
 import { type FeedRow, feedHead, readFeed } from './feed.repository.ts';
 import type { TenantInterest } from './tenant-interest.ts';
+import type { WakeupListener } from './wakeups.ts';
 
 /** Committed events held back by a writer still running: how soon to look again. */
 const HELD_BACK_RETRY_MS = 20;
@@ -15,10 +16,17 @@ export interface FeedConsumerOptions {
   logger: Logger;
   /** Commits of this instance wake the consumer. */
   bus: EventBus;
-  /** Only commits of these tenants wake it (src/events/tenant-interest.ts); without it, every commit does. */
+  /**
+   * Only commits of these tenants wake it (src/events/tenant-interest.ts), this instance's or another's, and
+   * only their held-back events are looked for again soon; without it, every commit and every held-back
+   * event does.
+   */
   interest?: TenantInterest | undefined;
-  /** Commits of other instances wake it (src/events/wakeups.ts), and so does a Redis that is back. */
-  wakeups?: { subscribe(listener: () => void): () => void } | undefined;
+  /**
+   * Commits of other instances wake it (src/events/wakeups.ts), naming their tenants, and so does a Redis
+   * that is back (naming none: news of any tenant may have been missed).
+   */
+  wakeups?: { subscribe(listener: WakeupListener): () => void } | undefined;
   /** How often it looks without being woken: due retries, and news nobody announced. */
   pollMs: number;
   /** Events read per pass. */
@@ -48,8 +56,10 @@ export const consumerDeps = (o: Pick<FeedConsumerOptions, 'database' | 'logger' 
  * instances: a pass locks the consumer's cursor, reads the next events in commit-safe order, lets the
  * consumer queue its work, and moves the cursor, all in one transaction. Woken by this instance's commits,
  * by other instances' (through Redis), and by a poll; a wake during a pass runs one more pass after it;
- * events held back by a running writer are looked for again shortly. The consumer supplies its fan-out
- * and its sending; claiming, attempts and retries stay its own.
+ * events held back by a running writer are looked for again shortly. Commits and held-back events of a
+ * tenant it has no work for wake it for nothing (its interest), and a pass is a writing transaction: on
+ * several instances, every commit would cost each other instance a pass per consumer. The consumer
+ * supplies its fan-out and its sending; claiming, attempts and retries stay its own.
  */
 export class FeedConsumer {
   readonly #o: FeedConsumerOptions;
@@ -69,7 +79,8 @@ export class FeedConsumer {
     if (this.#timer || this.#stopped) return;
     const { bus, interest, wakeups } = this.#o;
     this.#unsubscribe.push(bus.subscribe((events) => interest?.covers(events) === false || this.wake()));
-    if (wakeups) this.#unsubscribe.push(wakeups.subscribe(() => this.wake()));
+    // A wake-up that names no tenant (news that may have been missed, or an instance from before the names) wakes it.
+    if (wakeups) this.#unsubscribe.push(wakeups.subscribe((tenantIds) => (tenantIds && interest?.coversTenants(tenantIds) === false) || this.wake()));
     this.#timer = setInterval(() => this.wake(), this.#o.pollMs);
     this.#timer.unref();
   }
@@ -123,7 +134,12 @@ export class FeedConsumer {
     } while (this.#again && !this.#stopped);
   }
 
-  /** One pass in one transaction. Public for tests and the benchmarks. */
+  /**
+   * One pass in one transaction. Public for tests and the benchmarks. `heldBack`: a running writer holds
+   * back committed events that may be this consumer's work (of a tenant its interest covers, or of tenants
+   * not known): look again soon. Held-back events of other tenants wait for the next pass: their commit
+   * woke nobody here, and a writer it waits for wakes this consumer when it commits, if its events are work.
+   */
   async readOnce(): Promise<{ read: number; queued: number; more: boolean; heldBack: boolean }> {
     const { database, cursor: name, batch } = this.#o;
     const serial = database.kind === 'pglite';
@@ -135,11 +151,17 @@ export class FeedConsumer {
         cursor = (await cursors.lockCursor(trx, name))!;
       }
       const page = await readFeed(trx, { after: cursor, limit: batch, serial });
+      const heldBack = page.heldBack && this.#mayBeWork(page.heldBackTenants);
       const last = page.rows.at(-1);
-      if (!last) return { read: 0, queued: 0, more: false, heldBack: page.heldBack };
+      if (!last) return { read: 0, queued: 0, more: false, heldBack };
       const queued = await this.#o.fanOut(trx, page.rows);
       await cursors.advanceCursor(trx, name, { txid: last.txid, position: last.position });
-      return { read: page.rows.length, queued, more: page.rows.length === batch, heldBack: page.heldBack };
+      return { read: page.rows.length, queued, more: page.rows.length === batch, heldBack };
     });
+  }
+
+  /** Whether events of these tenants may be work (every tenant may, when they are not known). */
+  #mayBeWork(tenantIds: readonly string[] | undefined): boolean {
+    return tenantIds === undefined || this.#o.interest?.coversTenants(tenantIds) !== false;
   }
 }

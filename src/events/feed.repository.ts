@@ -54,6 +54,11 @@ export interface FeedPage {
   rows: FeedRow[];
   /** Committed events exist after these that a running writer still holds back: read again soon. */
   heldBack: boolean;
+  /**
+   * The tenants of the held-back events the read saw ([] when none were); absent when not known: the read
+   * stopped at its limit with some held back, and more may be held back past it, of any tenant.
+   */
+  heldBackTenants?: string[] | undefined;
 }
 
 /** The outbox's columns that make a FeedRow (its txid comes as text beside them). */
@@ -164,7 +169,10 @@ export async function readFeed(
     if (!isReady) break;
     page.push({ ...row, txid: txid_text, position: Number(row.position) } as FeedRow);
   }
-  return { rows: page, heldBack: page.length < rows.length };
+  const heldBack = page.length < rows.length;
+  const full = rows.length >= options.limit;
+  if (heldBack && full) return { rows: page, heldBack };
+  return { rows: page, heldBack, heldBackTenants: [...new Set(rows.slice(page.length).map((r) => r.tenant_id))] };
 }
 
 interface FeedShape {

@@ -5,10 +5,12 @@ import type { StoredEvent } from './outbox.ts';
  * a commit of any other tenant does not cost it a read of the feed: before, every message sent made the
  * webhook dispatcher, the workflow runner and the bot runner each run a transaction to find nothing to do.
  *
- * Only wakes are filtered. A reader still reads from its cursor at every poll and then takes every event,
- * so nothing is ever skipped: an event of a tenant the set missed waits at most one poll. The set is
- * reloaded every `refreshMs`, and at once after a change made through this instance (`changed()`, called
- * after the change committed); until a load has answered, every tenant counts.
+ * Only wakes are filtered: this instance's commits, other instances' (src/events/wakeups.ts, which name
+ * their tenants), and the quick look again at events a running writer held back. A reader still reads from
+ * its cursor at every poll and then takes every event, so nothing is ever skipped: an event of a tenant the
+ * set missed waits at most one poll. The set is reloaded every `refreshMs`, and at once after a change made
+ * through this instance (`changed()`, called after the change committed); until a load has answered, every
+ * tenant counts.
  */
 export class TenantInterest {
   readonly #load: () => Promise<string[]>;
@@ -42,6 +44,13 @@ export class TenantInterest {
     const tenants = this.#tenants;
     if (!tenants) return true;
     return events.some((e) => tenants.has(e.envelope.tenant_id));
+  }
+
+  /** Whether events of any of these tenants may be work: true while the set is not known. */
+  coversTenants(tenantIds: readonly string[]): boolean {
+    const tenants = this.#tenants;
+    if (!tenants) return true;
+    return tenantIds.some((id) => tenants.has(id));
   }
 
   /** A change committed through this instance: every tenant counts until the set is read again. */

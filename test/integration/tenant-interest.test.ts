@@ -34,11 +34,16 @@ describe('tenant interest (which commits wake a reader of the feed)', () => {
     interest.start();
     try {
       expect(interest.covers([eventOf('tn_a')])).to.equal(true);
+      expect(interest.coversTenants(['tn_b'])).to.equal(true);
       loads.answer(['tn_a']);
       await settled();
       expect(interest.covers([eventOf('tn_a')])).to.equal(true);
       expect(interest.covers([eventOf('tn_b')])).to.equal(false);
       expect(interest.covers([eventOf('tn_b'), eventOf('tn_a')])).to.equal(true);
+      // As other instances' wake-ups name them.
+      expect(interest.coversTenants(['tn_b'])).to.equal(false);
+      expect(interest.coversTenants(['tn_b', 'tn_a'])).to.equal(true);
+      expect(interest.coversTenants([])).to.equal(false);
     } finally {
       interest.stop();
     }
