@@ -5,6 +5,7 @@ import { appendMessage } from '../../src/conversations/message.service.ts';
 import { EventBus } from '../../src/events/bus.ts';
 import { inTenantTransaction } from '../../src/events/outbox.ts';
 import { openSecondsBetween } from '../../src/reports/business-time.ts';
+import { foldJob } from '../../src/reports/fold.job.ts';
 import { foldPendingFacts } from '../../src/reports/report.repository.ts';
 import { pointsOf, rangeOf } from '../../src/reports/report.service.ts';
 import { type TestTenant, createConversation, createTenant } from '../support/factories.ts';
@@ -120,6 +121,24 @@ describe('reports', function () {
       `.execute(trx),
     );
     expect(wrong, 'rollups differing from their facts').to.deep.equal([]);
+  });
+
+  it("the fold job folds every tenant's waiting facts, each tenant in its own transaction, and stops between tenants when asked", async () => {
+    const { database } = await getHarness();
+    const [a, b] = [await createTenant({ timezone: 'UTC' }), await createTenant({ timezone: 'Asia/Tokyo' })];
+    await createConversation(a);
+    await createConversation(b);
+    const waiting = (tenantId: string) => database.withTenant(tenantId, (trx) => trx.selectFrom('report_facts_pending').select('fact_id').execute());
+    expect((await waiting(a.tenantId)).length + (await waiting(b.tenantId)).length).to.equal(2);
+    const stopped = new AbortController();
+    stopped.abort();
+    expect(await foldJob(30_000).run(database, stopped.signal)).to.deep.equal({ tenants: 0, folded: 0 });
+    const result = (await foldJob(30_000).run(database, new AbortController().signal)) as { tenants: number; folded: number };
+    expect(result.folded).to.be.at.least(2);
+    expect(await waiting(a.tenantId)).to.deep.equal([]);
+    expect(await waiting(b.tenantId)).to.deep.equal([]);
+    const daily = await database.withTenant(b.tenantId, (trx) => trx.selectFrom('report_daily').select(['kind', 'dimension', 'n']).execute());
+    expect(daily).to.deep.equal([{ kind: 'conversation', dimension: 'tenant', n: 1 }]);
   });
 
   it('series: one point per day (or hour) of the range in the time zone, empty ones included; CSV by format or Accept', async () => {
