@@ -137,11 +137,27 @@ function NotificationSwitch() {
 function useUnreadTitle() {
   const qc = useQueryClient();
   useEffect(() => {
+    // The cache tells of every fetch, observer and state change of every query: the count is taken again
+    // only when one of the two lists' data is another object, and a page read as the member scrolls adds
+    // only its own conversations to it (any other change counts all again). Counting thousands of loaded
+    // conversations at each of those events was most of the JavaScript memory the tab allocated.
+    const listsNow = () => ['mine', 'unassigned'].map((v) => qc.getQueryData(listOptions(viewOf(v)).queryKey));
+    let counted: ReturnType<typeof listsNow> = [];
+    let ids = new Set<string>();
     const update = () => {
-      const ids = new Set<string>();
-      for (const v of ['mine', 'unassigned']) {
-        for (const page of qc.getQueryData(listOptions(viewOf(v)).queryKey)?.pages ?? []) for (const c of page.data) if (c.unread_count > 0) ids.add(c.id);
+      const lists = listsNow();
+      if (lists.every((data, i) => data === counted[i])) return;
+      const pagesBefore = counted.map((data) => data?.pages ?? []);
+      const appended = lists.every((data, i) => {
+        const now = data?.pages ?? [];
+        const before = pagesBefore[i] ?? [];
+        return now.length >= before.length && before.every((page, j) => page === now[j]);
+      });
+      if (!appended) ids = new Set();
+      for (const [i, list] of lists.entries()) {
+        for (const page of (list?.pages ?? []).slice(appended ? (pagesBefore[i]?.length ?? 0) : 0)) for (const c of page.data) if (c.unread_count > 0) ids.add(c.id);
       }
+      counted = lists;
       document.title = ids.size ? `(${ids.size}) Inbox · Customer Chat` : 'Inbox · Customer Chat';
     };
     update();

@@ -11,8 +11,13 @@ import type { View } from '../api/views.ts';
 import { SearchBox, SearchResults, useSettled } from './Search.tsx';
 
 const short = (id: string | null) => (id ? id.slice(-4) : '');
-/** A row's height before it is measured (title, last message, meta). */
-const ROW_ESTIMATE = 76;
+// One formatter for every row (toLocaleString with options builds an ICU formatter at each call).
+const snoozeFormat = new Intl.DateTimeFormat([], { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+/**
+ * A row's height before it is measured (title, last message, meta): the usual row's, so that measuring it
+ * changes nothing (each change recomputes every position after it).
+ */
+const ROW_ESTIMATE = 88;
 /** Rows left below the window when the next page is asked for. */
 const PREFETCH_ROWS = 20;
 
@@ -133,7 +138,7 @@ export function ConversationList({ view: shownView, selected }: { view: View; se
                     {c.priority !== 'normal' && <span className={`priority ${c.priority}`}>{c.priority}</span>}
                     {isSnoozed(c) && (
                       <span className="snoozed">
-                        {c.snoozed_until ? `snoozed until ${new Date(c.snoozed_until).toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' })}` : 'snoozed until a reply'}
+                        {c.snoozed_until ? `snoozed until ${snoozeFormat.format(new Date(c.snoozed_until))}` : 'snoozed until a reply'}
                       </span>
                     )}
                     <LabelChips labels={c.labels} />
