@@ -135,6 +135,8 @@ export interface AppOptions {
   /** Replaces handlers by operationId (tests use it to make a handler misbehave on purpose). */
   handlers?: Partial<Handlers>;
   contract?: Contract;
+  /** The validator made beforehand (prepareValidator) from the same contract and configuration. */
+  validator?: PreparedValidator;
 }
 
 export function createServices(deps: AppDeps) {
@@ -265,7 +267,9 @@ export function buildApp(deps: AppDeps, options: AppOptions = {}): { app: expres
   app.post(`${contract.basePath}/v1/billing/webhook`, keepRawBody(JSON_BODY_LIMIT_BYTES));
   const json = declaredBodyParser(contract, express.json({ limit: JSON_BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }));
   const limits = rateLimiters(deps.config.rateLimits, deps.rateLimitStore ?? (() => undefined));
-  app.use(validatorWithAccess(contract, deps.config.validateResponses, deps.config.dependencyPatches !== false, [json, accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
+  const validator = options.validator ?? prepareValidator(contract, deps.config);
+  if (validator.contract !== contract) throw new Error('the validator was prepared from another contract');
+  app.use(withAccess(validator, [json, accessMiddleware(access), limits, inputGuard(contract), undeclaredBody(contract)]));
   const router = express.Router();
   mountOperations(router, contract, handlers);
   app.use(contract.basePath, router);
@@ -293,7 +297,29 @@ function outcome(req: express.Request, res: express.Response) {
 // know the caller) in the place of its security step: after the operation is matched, before the
 // request is validated. The body is parsed first there (a body over the limit is a 413 before a 401), only
 // for operations that declare one; the input guard and the undeclared-body check come last: 401 and 403 before any 400.
-function validatorWithAccess(contract: Contract, validateResponses: boolean, patched: boolean, access: RequestHandler[]): RequestHandler[] {
+/** express-openapi-validator's chain for a contract, made once; its security step is where access goes. */
+export interface PreparedValidator {
+  contract: Contract;
+  chain: RequestHandler[];
+}
+
+/**
+ * Makes the validator, which compiles the contract's schemas: it needs nothing but the contract, so the
+ * service makes it while the embedded database opens on its thread (src/service.ts) rather than after.
+ */
+export function prepareValidator(contract: Contract, config: { validateResponses: boolean; dependencyPatches?: boolean | undefined }): PreparedValidator {
+  return { contract, chain: validatorChain(contract, config.validateResponses, config.dependencyPatches !== false) };
+}
+
+function withAccess(validator: PreparedValidator, access: RequestHandler[]): RequestHandler[] {
+  const chain = [...validator.chain];
+  const securityStep = chain.findIndex((mw) => mw.name === 'securityMiddleware');
+  if (securityStep === -1) throw new Error('express-openapi-validator no longer has a securityMiddleware step: revisit withAccess');
+  chain.splice(securityStep, 1, ...access);
+  return chain;
+}
+
+function validatorChain(contract: Contract, validateResponses: boolean, patched: boolean): RequestHandler[] {
   // They change the validator's modules for the whole process: once on, every app of the process has them.
   if (patched) {
     indexRouteLookup();
@@ -315,8 +341,5 @@ function validatorWithAccess(contract: Contract, validateResponses: boolean, pat
     // Uploads are read as a stream by their handlers (src/files/upload-stream.ts), never buffered by multer.
     fileUploader: false,
   }) as unknown as RequestHandler[];
-  const securityStep = chain.findIndex((mw) => mw.name === 'securityMiddleware');
-  if (securityStep === -1) throw new Error('express-openapi-validator no longer has a securityMiddleware step: revisit validatorWithAccess');
-  chain.splice(securityStep, 1, ...access);
   return chain;
 }

@@ -2,7 +2,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import pino from 'pino';
-import { buildApp } from './app.ts';
+import { buildApp, prepareValidator } from './app.ts';
+import { loadContract } from './http/contract.ts';
 import { EventBus } from './events/bus.ts';
 import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
 import { RealtimeGateway } from './realtime/gateway.ts';
@@ -70,6 +71,9 @@ const errorLogger = (logger: pino.Logger, message: string) => {
 /** `opening`: the database already being opened (src/server.ts opens the embedded one while this module loads). */
 export async function startService(config: Config, opening?: Promise<Database>): Promise<RunningService> {
   const logger = pino({ level: config.logLevel });
+  // The contract and its validator need no database: made while it opens (the embedded one on its thread).
+  const contract = loadContract();
+  const validator = prepareValidator(contract, config);
   const database = await (opening ?? openServiceDatabase(config, (err) => logger.warn({ err }, 'database connection lost')));
   // Said before, so that an instance waiting on another's migration lock shows where it waits.
   logger.info({ database: database.kind }, 'database open; migrating');
@@ -113,7 +117,7 @@ export async function startService(config: Config, opening?: Promise<Database>):
     metrics,
     ...(redis ? { rateLimitStore: resilientStoreFactory((...args: string[]) => redis.run((client) => client.sendCommand(args))), redis } : {}),
     draining: () => stopping !== undefined,
-  });
+  }, { contract, validator });
 
   presence.onMemberOnline((tenantId) => void services.routing.wake(tenantId));
 
