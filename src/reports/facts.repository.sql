@@ -37,7 +37,20 @@ with
   ),
   todo as (
     select
-      *
+      conversation_id,
+      created_at,
+      opened_at,
+      queued_since,
+      first_assigned_at,
+      queue_wait_recorded,
+      awaiting_since,
+      first_visitor_at,
+      first_response_at,
+      department_id,
+      assigned_user_id,
+      hours,
+      wait,
+      first_response
     from
       o
     where

@@ -1,12 +1,14 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.ts';
+import { prepared } from '../db/prepared.ts';
 import type { ReportFactKind, StoredHours } from '../db/schema.ts';
 
 // The facts reports read (DESIGN 18), written in the transaction of what they describe. Each insert into
-// report_facts also adds to report_daily (a trigger): fact and rollup are one statement's work.
+// report_facts also puts the fact in report_facts_pending (a trigger), until it is folded into its rollups.
 //
 // What a fact costs a send or a close is mostly its statements (issue 44: at most 10% of their
-// throughput). A visitor's message needs none (a trigger on messages marks the wait). A member's reply, a
+// throughput); the three below run by name (src/db/prepared.ts), planned once per connection instead of
+// at every reply and close (planning was a third of the reply's statement on the server). A visitor's message needs none (a trigger on messages marks the wait). A member's reply, a
 // close and a reopen are one statement each: it locks the conversation's facts state, reads what the facts
 // need, writes them and the new state. Durations within business hours are counted by the app
 // (src/reports/business-time.ts), so where hours apply the statement writes nothing and answers the state
@@ -79,10 +81,15 @@ const FACT_COLUMNS = sql.raw('tenant_id, conversation_id, kind, at, department_i
  * when there is nothing to count. Answers the state it found when there was something to count and
  * business hours apply: the app writes those (writeFacts).
  */
-export async function recordReply(trx: Tx, r: { tenantId: string; conversationId: string; agentId: string | null; at: Date }): Promise<FactsContext | undefined> {
-  const { rows } = await sql<FactsContext>`
+const recordReplyStatement = prepared((db, r: { tenantId: string; conversationId: string; agentId: string | null; at: Date }) => ({
+  compile: () =>
+    sql<FactsContext>`
     with o as (${lockedContext(r.conversationId)}),
-    todo as (select * from o where wait or first_response or awaiting_since is not null),
+    todo as (
+      select conversation_id, created_at, opened_at, queued_since, first_assigned_at, queue_wait_recorded, awaiting_since, first_visitor_at,
+        first_response_at, department_id, assigned_user_id, hours, wait, first_response
+      from o where wait or first_response or awaiting_since is not null
+    ),
     facts as (
       insert into report_facts (${FACT_COLUMNS})
       select ${r.tenantId}, todo.conversation_id, x.kind, x.at, todo.department_id, x.agent_id, ${secondsBetween('x.since', 'x.at')}
@@ -105,7 +112,11 @@ export async function recordReply(trx: Tx, r: { tenantId: string; conversationId
     select created_at, opened_at, queued_since, first_assigned_at, queue_wait_recorded, awaiting_since, first_visitor_at,
       first_response_at, department_id, assigned_user_id, hours
     from todo where hours is not null
-  `.execute(trx);
+  `.compile(db),
+}));
+
+export async function recordReply(trx: Tx, r: { tenantId: string; conversationId: string; agentId: string | null; at: Date }): Promise<FactsContext | undefined> {
+  const { rows } = await recordReplyStatement(trx, r);
   return rows[0];
 }
 
@@ -114,8 +125,9 @@ export async function recordReply(trx: Tx, r: { tenantId: string; conversationId
  * yet, and the state after them. Answers the state it found when business hours apply: the app writes
  * those (writeFacts).
  */
-export async function recordClose(trx: Tx, r: { tenantId: string; conversationId: string; at: Date; survey: boolean }): Promise<FactsContext | undefined> {
-  const { rows } = await sql<FactsContext>`
+const recordCloseStatement = prepared((db, r: { tenantId: string; conversationId: string; at: Date; survey: boolean }) => ({
+  compile: () =>
+    sql<FactsContext>`
     with o as (${lockedContext(r.conversationId)}),
     facts as (
       insert into report_facts (${FACT_COLUMNS})
@@ -137,13 +149,17 @@ export async function recordClose(trx: Tx, r: { tenantId: string; conversationId
     select created_at, opened_at, queued_since, first_assigned_at, queue_wait_recorded, awaiting_since, first_visitor_at,
       first_response_at, department_id, assigned_user_id, hours
     from o where hours is not null
-  `.execute(trx);
+  `.compile(db),
+}));
+
+export async function recordClose(trx: Tx, r: { tenantId: string; conversationId: string; at: Date; survey: boolean }): Promise<FactsContext | undefined> {
+  const { rows } = await recordCloseStatement(trx, r);
   return rows[0];
 }
 
 /** A reopen: its fact (no duration: hours do not matter), and the conversation waits in the queue again. */
-export async function recordReopen(trx: Tx, r: { tenantId: string; conversationId: string; at: Date }): Promise<void> {
-  await sql`
+const recordReopenStatement = prepared((db, r: { tenantId: string; conversationId: string; at: Date }) => ({
+  compile: () => sql`
     with o as (
       select f.conversation_id, c.department_id
       from conversation_facts f join conversations c on c.id = f.conversation_id
@@ -159,7 +175,11 @@ export async function recordReopen(trx: Tx, r: { tenantId: string; conversationI
       queue_wait_recorded = false, reopen_count = f.reopen_count + 1
     from o
     where f.conversation_id = o.conversation_id
-  `.execute(trx);
+  `.compile(db),
+}));
+
+export async function recordReopen(trx: Tx, r: { tenantId: string; conversationId: string; at: Date }): Promise<void> {
+  await recordReopenStatement(trx, r);
 }
 
 /**
