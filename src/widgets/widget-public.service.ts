@@ -5,6 +5,7 @@ import type { PlanLimits } from '../billing/billing.service.ts';
 import { VISITOR_TOKEN_TTL_SECONDS } from '../auth/tokens.ts';
 import { VisitorConversationService } from '../conversations/visitor-conversation.service.ts';
 import type { Database, Tx } from '../db/database.ts';
+import type { StoredHours } from '../db/schema.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { VisitorPrincipal } from '../shared/principal.ts';
 import { AppError, forbidden, notFound } from '../shared/errors.ts';
@@ -83,7 +84,9 @@ export class WidgetPublicService {
       }
     }
     const now = new Date();
-    const { visitorId, contactId } = await this.#database.withTenant(widget.tenant_id, async (trx) => {
+    // The session and the hours the bubble shows, in one transaction: each is a turn at the embedded
+    // database's one connection, which a busy instance queues for.
+    const { visitorId, contactId, hours } = await this.#database.withTenant(widget.tenant_id, async (trx) => {
       let contactId: string | null = null;
       if (input.user) contactId = await contactForEmail(trx, widget.tenant_id, input.user.email, input.user.name, now);
       const id = await recordVisitorSession(trx, {
@@ -95,20 +98,19 @@ export class WidgetPublicService {
         page: { url: input.page_url, title: input.page_title, referrer: input.referrer },
         now,
       });
-      return { visitorId: id, contactId };
+      return { visitorId: id, contactId, hours: (await applicableHours(trx, widget.tenant_id, null)).hours };
     });
     const token = this.#tokens.signVisitorToken({ visitorId, tenantId: widget.tenant_id, widgetId: widget.id, contactId: contactId ?? undefined });
     return {
       visitor_id: visitorId,
       visitor_token: token,
       expires_at: new Date(now.getTime() + VISITOR_TOKEN_TTL_SECONDS * 1000).toISOString(),
-      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'], ...(await this.#availability(widget.tenant_id, now)) },
+      widget: { id: widget.id, settings: widget.settings as S['WidgetSettings'], ...(await this.#availability(widget.tenant_id, now, hours)) },
     };
   }
 
   /** Inside business hours and someone available: the bubble offers a chat; outside, it says when hours begin. */
-  async #availability(tenantId: string, now: Date): Promise<{ team_available: boolean; open: boolean; next_open_at: string | null }> {
-    const { hours } = await this.#database.withTenant(tenantId, (trx) => applicableHours(trx, tenantId, null));
+  async #availability(tenantId: string, now: Date, hours: StoredHours | null): Promise<{ team_available: boolean; open: boolean; next_open_at: string | null }> {
     const { open, next_change_at } = statusOf(hours, now);
     return { team_available: open && (await this.#team.available(tenantId)), open, next_open_at: open ? null : next_change_at };
   }
