@@ -5,10 +5,10 @@ import pg from 'pg';
 import type { DB } from './schema.ts';
 import { TransactionAbortedError, isConnectTimeout, isConnectionError, isLostConnection } from './errors.ts';
 import { PGliteThreadPool } from './pglite-thread.ts';
+import { statementName } from './prepared.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
 import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
-import { statementName } from './prepared.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
 // nothing from the app.
@@ -397,7 +397,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ]);
     // pg_trgm ships with PGlite as a contrib bundle: search's partial words (src/search/).
     const pglite = await PGlite.create({ dataDir, parsers: { [INT8_OID]: parseInt8 }, extensions: { pg_trgm } });
-    const pool = new PGlitePool(pglite, options.namedStatements === false ? { prepare: () => false } : {});
+    const pool = new PGlitePool(pglite, { prepare: options.namedStatements === false ? () => false : (text) => statementName(text) !== undefined });
     const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
     // Kysely ends its pool only if it ever connected: PGlite is closed here too, so a database opened
     // and closed unused does not stay open under its data directory (and its lock).

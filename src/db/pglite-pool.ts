@@ -1,6 +1,5 @@
 import { type PGlite, type Results, parse, protocol } from '@electric-sql/pglite';
 import { TransactionAbortedError } from './errors.ts';
-import { statementName } from './prepared.ts';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 
 /**
@@ -34,13 +33,14 @@ export class PGlitePool implements PostgresPool {
 
   /**
    * `prepare`: which statements with parameters are parsed and planned once, then run by name (see #run):
-   * by default those src/db/prepared.ts names, the hot ones, as on PostgreSQL. Naming every statement
+   * the service names those src/db/prepared.ts names, the hot ones, as on PostgreSQL (given here, so that
+   * the database's thread, src/db/pglite.worker.ts, need not load Kysely to know them). Naming every statement
    * made others slower once the engine planned them generically (the webhook backlog's drain: 4,490
    * deliveries/s against 6,405).
    */
-  constructor(db: PGlite, options: { prepare?: (sql: string) => boolean; maxPrepared?: number } = {}) {
+  constructor(db: PGlite, options: { prepare: (sql: string) => boolean; maxPrepared?: number }) {
     this.#db = db;
-    this.#prepare = options.prepare ?? ((sql) => statementName(sql) !== undefined);
+    this.#prepare = options.prepare;
     this.#maxPrepared = options.maxPrepared ?? MAX_PREPARED;
     if (!(this.#maxPrepared >= 1)) throw new Error('PGlitePool: maxPrepared must be at least 1');
   }

@@ -131,7 +131,8 @@ export class PGliteThreadPool implements PostgresPool {
     const waiting = this.#replies.get(reply.id);
     if (!waiting) return;
     this.#replies.delete(reply.id);
-    if (this.#replies.size === 0) this.#worker.unref();
+    // Closing keeps the thread referenced until it says it closed: else the process could end first.
+    if (this.#replies.size === 0 && !this.#closing) this.#worker.unref();
     if (reply.type === 'error') waiting.reject(received(reply.error));
     else waiting.resolve({ command: reply.command as PostgresQueryResult<unknown>['command'], rowCount: reply.rowCount, rows: reply.rows });
   }

@@ -2,11 +2,19 @@
 // WebAssembly) on a thread of its own, so that its work and the service's JavaScript use two cores instead
 // of taking turns on one, and so that it opens while the service loads. Statements arrive in the order
 // the service's one connection sends them and run one after another, each answered in turn.
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+//
+// PGlite's code is imported only once Node's compile cache is on for this thread, as src/server.ts does
+// for the service: statically imported, it would be compiled again at every start before this line ran.
+import { enableCompileCache } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlitePool } from './pglite-pool.ts';
 import type { PGliteThreadOptions, PGliteThreadReply, PGliteThreadRequest, SentError } from './pglite-thread.ts';
+
+enableCompileCache();
+const [{ PGlite }, { pg_trgm }, { PGlitePool }] = await Promise.all([
+  import('@electric-sql/pglite'),
+  import('@electric-sql/pglite/contrib/pg_trgm'),
+  import('./pglite-pool.ts'),
+]);
 
 const INT8_OID = 20;
 const parseInt8 = (value: string) => Number(value);
