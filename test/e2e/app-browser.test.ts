@@ -285,11 +285,21 @@ describe('the team app in a browser', function () {
     });
     const refreshes: number[] = [];
     const unauthorized: string[] = [];
+    let twoRefused!: () => void;
+    const secondRefusal = new Promise<void>((resolve) => (twoRefused = resolve));
     page.on('request', (r) => {
       if (r.url().endsWith('/api/v1/auth/refresh')) refreshes.push(Date.now());
     });
     page.on('response', (r) => {
-      if (r.status() === 401) unauthorized.push(r.url());
+      if (r.status() !== 401) return;
+      unauthorized.push(r.url());
+      if (unauthorized.length === 2) twoRefused();
+    });
+    // The refresh is answered once a second call has been refused too (or after 5 s, when the test then
+    // fails): on a fast machine it could otherwise be back before the page's other first calls went out.
+    await page.route('**/api/v1/auth/refresh', async (route) => {
+      await Promise.race([secondRefusal, new Promise((resolve) => setTimeout(resolve, 5000))]);
+      await route.continue();
     });
     await logIn(page, t.owner.email);
     await page.getByRole('heading', { name: 'Mine' }).waitFor(WAIT);
