@@ -655,8 +655,14 @@ describe('the team app in a browser', function () {
     await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
     await page.getByRole('button', { name: 'Load earlier messages' }).waitFor({ state: 'detached', ...WAIT });
     expect(pages).to.deep.equal(['50', '100', '100']);
-    await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
-    await page.locator('.messages li .text').getByText('Message 0', { exact: true }).waitFor(WAIT);
+    // Rows measured as they come into view change the height above: the member scrolls up again until the
+    // oldest message is there (at most 30 times, each waiting up to half a second for it).
+    const oldest = page.locator('.messages li .text').getByText('Message 0', { exact: true });
+    for (let tries = 0; ; tries++) {
+      await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
+      if (await oldest.waitFor({ state: 'visible', timeout: 500 }).then(() => true, () => false)) break;
+      if (tries === 30) throw new Error('the oldest message never came into view');
+    }
     shown = await numbers(rows);
     expect(shown[0]).to.equal(0);
     expect(consecutive(shown), shown.join()).to.equal(true);
