@@ -1,5 +1,6 @@
 import { type PGlite, type Results, parse, protocol } from '@electric-sql/pglite';
 import { TransactionAbortedError } from './errors.ts';
+import { OneConnection } from './one-connection.ts';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 
 /**
@@ -22,8 +23,7 @@ interface PreparedStatement {
 // releases it, and other work waits its turn instead of interleaving statements into that transaction.
 export class PGlitePool implements PostgresPool {
   readonly #db: PGlite;
-  #busy = false;
-  readonly #waiting: (() => void)[] = [];
+  readonly #connection = new OneConnection();
   /** By SQL text, least recently used first. */
   readonly #prepared = new Map<string, PreparedStatement>();
   /** Names of statements let go, closed on the server with the next statement sent. */
@@ -47,13 +47,11 @@ export class PGlitePool implements PostgresPool {
 
   /** One connection: in use or idle, and how many wait for it. */
   get stats(): { inUse: number; idle: number; waiting: number } {
-    return { inUse: this.#busy ? 1 : 0, idle: this.#busy ? 0 : 1, waiting: this.#waiting.length };
+    return this.#connection.stats;
   }
 
   async connect(): Promise<PostgresPoolClient> {
-    if (this.#busy) await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    this.#busy = true;
-    let released = false;
+    const release = await this.#connection.acquire();
     const db = this.#db;
     const client = {
       query: async <R>(sqlText: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> => {
@@ -70,13 +68,7 @@ export class PGlitePool implements PostgresPool {
           rows: last?.rows ?? [],
         };
       },
-      release: () => {
-        if (released) return;
-        released = true;
-        const next = this.#waiting.shift();
-        if (next) next();
-        else this.#busy = false;
-      },
+      release,
     };
     return client as PostgresPoolClient;
   }

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import { TransactionAbortedError } from './errors.ts';
+import { OneConnection } from './one-connection.ts';
 import { statementName } from './prepared.ts';
 
 export interface PGliteThreadOptions {
@@ -48,8 +49,7 @@ export class PGliteThreadPool implements PostgresPool {
   readonly #named: boolean;
   readonly #replies = new Map<number, Waiting>();
   #nextId = 1;
-  #busy = false;
-  readonly #waiting: (() => void)[] = [];
+  readonly #connection = new OneConnection();
   #broken: Error | undefined;
   #closing: Promise<void> | undefined;
   #closed: (() => void) | undefined;
@@ -89,22 +89,14 @@ export class PGliteThreadPool implements PostgresPool {
 
   /** One connection: in use or idle, and how many wait for it. */
   get stats(): { inUse: number; idle: number; waiting: number } {
-    return { inUse: this.#busy ? 1 : 0, idle: this.#busy ? 0 : 1, waiting: this.#waiting.length };
+    return this.#connection.stats;
   }
 
   async connect(): Promise<PostgresPoolClient> {
-    if (this.#busy) await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    this.#busy = true;
-    let released = false;
+    const release = await this.#connection.acquire();
     const client = {
       query: <R>(sql: string, parameters: ReadonlyArray<unknown>) => this.#send(sql, parameters) as Promise<PostgresQueryResult<R>>,
-      release: () => {
-        if (released) return;
-        released = true;
-        const next = this.#waiting.shift();
-        if (next) next();
-        else this.#busy = false;
-      },
+      release,
     };
     return client as PostgresPoolClient;
   }
