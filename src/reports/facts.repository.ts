@@ -8,8 +8,8 @@ import type { ReportFactKind, StoredHours } from '../db/schema.ts';
 //
 // What a fact costs a send or a close is mostly its statements (issue 44: at most 10% of their
 // throughput); the three below run by name (src/db/prepared.ts), planned once per connection instead of
-// at every reply and close (planning was a third of the reply's statement on the server). A visitor's message needs none (a trigger on messages marks the wait). A member's reply, a
-// close and a reopen are one statement each: it locks the conversation's facts state, reads what the facts
+// at every reply and close, planning being a large share of their server time. A visitor's message needs
+// none (a trigger on messages marks the wait). A member's reply, a close and a reopen are one statement each: it locks the conversation's facts state, reads what the facts
 // need, writes them and the new state. Durations within business hours are counted by the app
 // (src/reports/business-time.ts), so where hours apply the statement writes nothing and answers the state
 // it locked; the app then writes the facts and the state in one more statement (writeFacts).
