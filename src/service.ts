@@ -232,7 +232,7 @@ export async function startService(config: Config, opening?: Promise<Database>):
       logger.info('shutting down');
       await gateway.close();
       await scheduler.stop();
-      for (const each of Object.values(interest)) each.stop();
+      await Promise.all(Object.values(interest).map((each) => each.stop()));
       await webhooks.stop();
       await bots.stop();
       stopRelay?.();

@@ -20,6 +20,9 @@ export class TenantInterest {
   /** Bumped by every change: a load that began before it must not install what it read. */
   #generation = 0;
   #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  /** Loads under way: stop() waits for them, so that none runs into the database's close. */
+  readonly #loading = new Set<Promise<void>>();
 
   constructor(load: () => Promise<string[]>, options: { refreshMs?: number; onError?: (err: unknown) => void } = {}) {
     this.#load = load;
@@ -29,14 +32,17 @@ export class TenantInterest {
 
   start(): void {
     if (this.#timer) return;
+    this.#stopped = false;
     void this.#reload();
     this.#timer = setInterval(() => void this.#reload(), this.#refreshMs);
     this.#timer.unref();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
+    await Promise.all(this.#loading);
   }
 
   /** Whether any of these events may be work: true while the set is not known. */
@@ -60,7 +66,14 @@ export class TenantInterest {
     void this.#reload();
   }
 
-  async #reload(): Promise<void> {
+  #reload(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    const loading = this.#read().finally(() => this.#loading.delete(loading));
+    this.#loading.add(loading);
+    return loading;
+  }
+
+  async #read(): Promise<void> {
     const generation = this.#generation;
     try {
       const tenants = new Set(await this.#load());

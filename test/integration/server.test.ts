@@ -48,6 +48,9 @@ describe('the service process', () => {
     child!.kill('SIGTERM');
     expect(await exited).to.equal(0);
     expect(output()).to.contain('"msg":"stopped"');
+    // Stopped at once after its start, background reads still under way must end before the database
+    // closes, not run into it (they used to warn 'PGlite is closed').
+    expect(output().split('\n').filter((line) => /"level":[456]0\b/.test(line))).to.deep.equal([]);
   });
 
   it('on SIGTERM tells its sockets to reconnect elsewhere (1001) before it stops', async function () {

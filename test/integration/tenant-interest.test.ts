@@ -45,8 +45,29 @@ describe('tenant interest (which commits wake a reader of the feed)', () => {
       expect(interest.coversTenants(['tn_b', 'tn_a'])).to.equal(true);
       expect(interest.coversTenants([])).to.equal(false);
     } finally {
-      interest.stop();
+      void interest.stop();
     }
+  });
+
+  it('stop waits for the loads under way and starts none after it (the service closes the database next)', async () => {
+    const loads = controlledLoad();
+    const errors: unknown[] = [];
+    const interest = new TenantInterest(loads.load, { refreshMs: 3_600_000, onError: (err) => errors.push(err) });
+    interest.start();
+    interest.changed();
+    expect(loads.waiting).to.equal(2);
+    let stopped = false;
+    const stopping = interest.stop().then(() => (stopped = true));
+    await settled();
+    expect(stopped, 'stopped while a load was still under way').to.equal(false);
+    loads.answer(['tn_a']);
+    await settled();
+    expect(stopped).to.equal(false);
+    loads.answer(['tn_a']);
+    await stopping;
+    interest.changed();
+    expect(loads.waiting, 'a load started after stop').to.equal(0);
+    expect(errors).to.deep.equal([]);
   });
 
   it('after a change, counts every tenant until a load that began after it answers; a load begun before it is dropped', async () => {
@@ -72,7 +93,7 @@ describe('tenant interest (which commits wake a reader of the feed)', () => {
       expect(interest.covers([eventOf('tn_new')])).to.equal(true);
       expect(interest.covers([eventOf('tn_other')])).to.equal(false);
     } finally {
-      interest.stop();
+      void interest.stop();
     }
   });
 
@@ -93,7 +114,7 @@ describe('tenant interest (which commits wake a reader of the feed)', () => {
       expect(errors).to.have.length(1);
       expect(interest.covers([eventOf('tn_a')])).to.equal(true);
     } finally {
-      interest.stop();
+      void interest.stop();
     }
   });
 
@@ -145,7 +166,7 @@ describe('tenant interest (which commits wake a reader of the feed)', () => {
       // Without the interest, each of the five quiet messages would have woken a read (or joined one running).
       expect(reads - before).to.be.at.most(2);
     } finally {
-      interest.stop();
+      void interest.stop();
       await dispatcher.stop();
       await h.database.asSystem((trx) => trx.deleteFrom('webhooks').where('url', '=', r.url).execute());
       await r.close();
