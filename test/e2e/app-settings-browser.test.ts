@@ -75,11 +75,16 @@ describe('the team app: settings in a browser', function () {
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: label }).click();
     await page.getByRole('heading', { level: 1, name: label }).waitFor(WAIT);
     await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor({ state: 'detached', ...WAIT });
-    const results = await new AxeBuilder({ page }).analyze();
-    const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(serious.map((v) => `${label}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).to.deep.equal([]);
+    await noSeriousViolation(page, label);
     await shoot(page, `settings-${shot}`, { fullPage: true });
     await shootBoth(page, `settings-${shot}`, { docs: true });
+  }
+
+  /** axe-core on the page as it is now: a screen when opened, and again once it shows what was made on it (rows, cards, logs, secrets). */
+  async function noSeriousViolation(page: Page, state: string) {
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    expect(serious.map((v) => `${state}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).to.deep.equal([]);
   }
 
   /** The finding shown beside the field labelled `label` (in `scope`: a form, a group of fields). */
@@ -100,6 +105,7 @@ describe('the team app: settings in a browser', function () {
     await page.getByLabel('E-mail', { exact: true }).fill('not-an-address');
     await page.getByRole('button', { name: 'Invite' }).click();
     await findingOf(page, 'E-mail').waitFor(WAIT);
+    await noSeriousViolation(page, 'Team, a refused e-mail');
     // An address nobody has: an existing account would join at once, not be invited.
     const invitee = `new.colleague.${t.tenantId.slice(-8)}@example.test`;
     await page.getByLabel('E-mail', { exact: true }).fill(invitee);
@@ -128,6 +134,7 @@ describe('the team app: settings in a browser', function () {
     await renamed.waitFor(WAIT);
     await renamed.getByRole('checkbox', { name: 'Owner' }).check();
     await renamed.getByRole('checkbox', { name: 'Owner' }).and(page.locator(':checked')).waitFor(WAIT);
+    await noSeriousViolation(page, 'Team, with a department');
     await renamed.getByRole('button', { name: 'Delete Workshop' }).click();
     await renamed.waitFor({ state: 'detached', ...WAIT });
     expect(unexpected(errors)).to.deep.equal([]);
@@ -164,8 +171,14 @@ describe('the team app: settings in a browser', function () {
     const secret = await page.locator('.shown-once code').textContent();
     expect(secret).to.match(/\S{20,}/);
     await page.getByText('It is shown only now').waitFor(WAIT);
-    expect(await page.locator('.copyable pre', { hasText: 'createHmac' }).textContent()).to.include(secret!);
+    const snippet = await page.locator('.copyable pre', { hasText: 'createHmac' }).textContent();
+    expect(snippet).to.include(secret!);
+    const widgetId = (await as(t).get('/api/v1/widgets').expect(200)).body.data[0].id as string;
+    expect(snippet).to.include(`data-widget-id="${widgetId}"`);
+    await noSeriousViolation(page, 'Widgets, a new identity secret');
     await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('checkbox', { name: 'Require verified visitors on this widget' }).check();
+    await eventually(async () => (await as(t).get(`/api/v1/widgets/${widgetId}`).expect(200)).body.identity_verification.required === true, 'identity to be required');
 
     await page.getByRole('button', { name: 'Delete widget' }).click();
     await page.getByRole('button', { name: 'Create widget' }).waitFor(WAIT);
@@ -188,7 +201,18 @@ describe('the team app: settings in a browser', function () {
     const row = page.getByRole('row', { name: /CRM sync/ });
     await row.waitFor(WAIT);
     expect(await row.locator('code').textContent()).to.satisfy((prefix: string) => key!.startsWith(prefix.replace('…', '')));
+    await noSeriousViolation(page, 'API keys, a new key shown once');
     await page.getByRole('button', { name: 'Done' }).click();
+    // Never used yet; once the key has called the API, its row says when (the list as read again).
+    const lastUsed = row.getByRole('cell').nth(3);
+    expect(await lastUsed.textContent()).to.equal('never');
+    await request(rt.app).get('/api/v1/conversations').set({ 'X-Api-Key': key!, 'X-Tenant-ID': t.tenantId }).expect(200);
+    await page.reload();
+    await row.waitFor(WAIT);
+    expect(await lastUsed.textContent()).to.not.equal('never');
+    // Shown once: the key is nowhere on the page read again, only its prefix.
+    expect(await page.locator('.shown-once').count()).to.equal(0);
+    expect(await page.content()).not.to.include(key!);
     await row.getByRole('button', { name: 'Rotate CRM sync' }).click();
     await page.getByText('It is shown only now').waitFor(WAIT);
     expect(await page.locator('.shown-once code').textContent()).not.to.equal(key);
@@ -209,6 +233,7 @@ describe('the team app: settings in a browser', function () {
     await card.getByLabel('Text').fill('We are open 8 to 6.');
     await card.getByRole('button', { name: 'Save' }).click();
     await card.getByText('We are open 8 to 6.').waitFor(WAIT);
+    await noSeriousViolation(page, 'Canned responses, with one');
     await card.getByRole('button', { name: 'Delete /hours' }).click();
     await card.waitFor({ state: 'detached', ...WAIT });
     expect(unexpected(errors)).to.deep.equal([]);
@@ -236,6 +261,7 @@ describe('the team app: settings in a browser', function () {
     await receiver.until((r) => r.some((d) => d.verified?.type === 'webhook.test'));
     const log = card.getByRole('region', { name: 'Delivery log' });
     await log.getByRole('row', { name: /webhook\.test succeeded HTTP 200/ }).waitFor(WAIT);
+    await noSeriousViolation(page, 'Webhooks, the delivery log');
     await shoot(page, 'settings-webhooks-delivered', { fullPage: true });
     await log.getByRole('button', { name: 'Redeliver' }).click();
     await receiver.until((r) => r.filter((d) => d.verified?.type === 'webhook.test').length === 2);
@@ -243,6 +269,7 @@ describe('the team app: settings in a browser', function () {
 
     await card.getByRole('button', { name: 'Disable' }).click();
     await card.getByText('Disabled (disabled by a member)').waitFor(WAIT);
+    await noSeriousViolation(page, 'Webhooks, a disabled endpoint');
     await card.getByRole('button', { name: 'Re-enable' }).click();
     await card.getByText('Enabled').waitFor(WAIT);
     await card.getByRole('button', { name: 'Delete endpoint' }).click();
@@ -290,6 +317,7 @@ describe('the team app: settings in a browser', function () {
     await flow.getByText("If Message's text contains refund and Priority is one of high, urgent → Send a message to the visitor, then Add a label vip").waitFor(WAIT);
     await form.getByRole('group', { name: 'Condition 1' }).waitFor({ state: 'detached', ...WAIT });
     expect(await form.getByLabel('Workflow name').inputValue()).to.equal('');
+    await noSeriousViolation(page, 'Workflows, with one');
     const made = await workflowsOf(t);
     expect(made).to.have.length(1);
     expect(made[0]).to.deep.include({
@@ -486,10 +514,12 @@ describe('the team app: settings in a browser', function () {
   it("workflows: a run shows in the workflow's runs after its trigger fires", async () => {
     const t = await createTenant();
     withWorkflows.push(t.tenantId);
-    await as(t)
-      .post('/api/v1/workflows')
-      .send({ name: 'Rush new chats', trigger: { type: 'conversation.created' }, conditions: [], actions: [{ type: 'set_priority', priority: 'high' }] })
-      .expect(201);
+    const rush = (
+      await as(t)
+        .post('/api/v1/workflows')
+        .send({ name: 'Rush new chats', trigger: { type: 'conversation.created' }, conditions: [], actions: [{ type: 'set_priority', priority: 'high' }] })
+        .expect(201)
+    ).body as { id: string };
     const { page, errors } = await signedIn(t.owner.email);
     await page.goto(`${api}/app/settings/workflows`);
     const flow = page.getByRole('listitem', { name: 'Rush new chats' });
@@ -504,14 +534,20 @@ describe('the team app: settings in a browser', function () {
     const started = await request(rt.app).post('/api/v1/widget/conversations').set(visitor).send({ content: 'Is the red one in stock?' }).expect(201);
     const conversationId = (started.body.conversation?.id ?? started.body.id) as string;
     await eventually(async () => (await as(t).get(`/api/v1/conversations/${conversationId}`).expect(200)).body.priority === 'high', 'the workflow to raise the priority');
+    await eventually(async () => (await as(t).get(`/api/v1/workflows/${rush.id}/runs`).expect(200)).body.data[0]?.status === 'succeeded', 'the run to be recorded as succeeded');
 
     // The runs as the page reads them when loaded (the open list is not updated live, and kept for
     // the app's 30 s staleTime): the run, succeeded.
     await page.reload();
     await flow.getByRole('button', { name: 'Runs of Rush new chats' }).click();
-    const runs = flow.getByRole('list', { name: 'Runs' });
-    await runs.getByRole('listitem').filter({ hasText: 'conversation.created succeeded' }).waitFor(WAIT);
-    expect(await runs.getByRole('listitem').count()).to.equal(1);
+    const runs = flow.getByRole('table', { name: 'Runs' });
+    // The run, and what its one action did.
+    const run = runs.getByRole('row').filter({ hasText: 'conversation.created' });
+    await run.getByRole('cell', { name: 'succeeded', exact: true }).waitFor(WAIT);
+    await run.getByRole('cell', { name: 'Set the priority: succeeded' }).waitFor(WAIT);
+    expect(await runs.getByRole('row').count()).to.equal(2);
+    await noSeriousViolation(page, 'Workflows, a run');
+    await shoot(page, 'settings-workflows-runs', { fullPage: true });
     expect(unexpected(errors)).to.deep.equal([]);
   });
 
@@ -567,9 +603,42 @@ describe('the team app: settings in a browser', function () {
           },
         },
       });
-      await request(paid.app).post('/api/v1/billing/webhook').set('Content-Type', 'application/json').set('Stripe-Signature', stripe.webhooks.generateTestHeaderString({ payload, secret: webhookSecret })).send(payload).expect(200);
+      const signed = (body: string) => request(paid.app).post('/api/v1/billing/webhook').set('Content-Type', 'application/json').set('Stripe-Signature', stripe.webhooks.generateTestHeaderString({ payload: body, secret: webhookSecret })).send(body).expect(200);
+      await signed(payload);
+      // And its first invoice, paid.
+      const now = Math.floor(Date.now() / 1000);
+      await signed(
+        JSON.stringify({
+          id: `evt_app_inv_${Date.now()}`,
+          object: 'event',
+          type: 'invoice.paid',
+          created: now,
+          data: {
+            object: {
+              id: 'in_app_1',
+              object: 'invoice',
+              customer: session.form.customer,
+              number: 'NB-0001',
+              status: 'paid',
+              amount_due: 2900,
+              currency: 'eur',
+              created: now,
+              period_start: now - 60,
+              period_end: now + 30 * 86_400,
+              hosted_invoice_url: 'https://invoice.stripe.test/i/in_app_1',
+              invoice_pdf: null,
+            },
+          },
+        }),
+      );
       await page.goto(`${paidApi}/app/settings/billing`);
       await page.getByText(/active · renews/).waitFor(WAIT);
+      const invoice = page.getByRole('region', { name: 'Invoices' }).getByRole('listitem').filter({ hasText: 'NB-0001' });
+      await invoice.getByText('29.00 EUR').waitFor(WAIT);
+      await invoice.getByText('paid', { exact: true }).waitFor(WAIT);
+      expect(await invoice.getByRole('link', { name: 'View' }).getAttribute('href')).to.equal('https://invoice.stripe.test/i/in_app_1');
+      await noSeriousViolation(page, 'Billing, subscribed through Stripe');
+      await shoot(page, 'settings-billing-stripe', { fullPage: true });
       await page.getByRole('button', { name: 'Manage billing' }).click();
       await eventually(() => answered.portal !== undefined, 'the portal call');
       expect(answered.portal!.status).to.equal(201);
@@ -616,6 +685,12 @@ describe('the team app: settings in a browser', function () {
       await page.goto(`${api}/app/settings/${path}`);
       await page.getByRole('heading', { level: 1, name: 'Canned responses' }).waitFor(WAIT);
       expect(page.url()).to.equal(`${api}/app/settings/canned-responses`);
+    }
+    // The first-run guide's steps are the admins' too (naming the workspace, widgets, domains).
+    for (const step of ['workspace', 'widget', 'install']) {
+      await page.goto(`${api}/app/setup/${step}`);
+      await page.getByRole('navigation', { name: 'Conversation views' }).waitFor(WAIT);
+      expect(page.url()).to.equal(`${api}/app/inbox/mine`);
     }
     expect(unexpected(errors)).to.deep.equal([]);
   });

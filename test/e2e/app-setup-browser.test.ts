@@ -127,6 +127,15 @@ describe('the team app: a new customer sets up in the browser', function () {
     await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
     const page = await b.context.newPage();
     const errors = errorsOf(page);
+    // Every address the tab shows, as the customer sees it change (the app's own navigations included):
+    // the screens counted are these, not only the ones the test names below.
+    const addresses: string[] = [];
+    page.on('framenavigated', (frame) => {
+      if (frame !== page.mainFrame()) return;
+      const { origin, pathname } = new URL(frame.url());
+      const address = pathname.replace(/\/conv_[\w-]+$/, '/…');
+      if (origin === api && addresses.at(-1) !== address) addresses.push(address);
+    });
     const screen = async (name: string, heading: string | RegExp) => {
       await page.getByRole('heading', { level: 1, name: heading }).waitFor(WAIT);
       screens.push(name);
@@ -211,6 +220,7 @@ describe('the team app: a new customer sets up in the browser', function () {
 
     // The guide sees it arrive, and opens it in the inbox.
     await page.getByText('A visitor wrote: “Do you repair e-bikes?”').waitFor(WAIT);
+    await seriousViolations(page, 'install, the first message arrived');
     await shoot(page, 'setup-5b-arrived', { fullPage: true });
     await shootBoth(page, 'setup-5b-first-conversation', { docs: true });
     await page.getByRole('link', { name: 'Open it in the inbox' }).click();
@@ -219,8 +229,12 @@ describe('the team app: a new customer sets up in the browser', function () {
     await shoot(page, `setup-${screens.length}-inbox`);
 
     const seconds = (Date.now() - started) / 1000;
+    const distinct = [...new Set(addresses)];
     console.log(`      sign-up to a live bubble: ${screens.length} screens (${screens.join(' → ')}), ${seconds.toFixed(1)} s`);
+    console.log(`      addresses the tab showed: ${addresses.join(' → ')} (${distinct.length} different)`);
     expect(screens.length).to.be.at.most(MAX_SCREENS);
+    // The named screens are all the tab showed: no page came between them uncounted.
+    expect(distinct.length).to.equal(screens.length);
     expect(seconds * 1000).to.be.at.most(MAX_MS);
     // The refused inputs answered 400, which chromium logs: nothing else may fail.
     expect(errors.filter((e) => !/status of 400/.test(e))).to.deep.equal([]);

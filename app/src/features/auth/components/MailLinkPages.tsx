@@ -6,7 +6,7 @@ import { type FormEvent, type ReactNode, useEffect, useRef } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { Field, FormError } from '../../../components/Form.tsx';
 import { fetchClient, isProblem, session } from '../../../lib/api.ts';
-import { useSession } from '../../../lib/hooks.ts';
+import { useSession, useTeam } from '../../../lib/hooks.ts';
 
 function linkError(error: unknown): unknown {
   // The token itself refused (used, expired, unknown): what to do next, not a field.
@@ -44,6 +44,21 @@ function NoToken() {
   return <p className="error">This page opens from the link in your mail; this address carries no token. Open the link again, or ask for a new mail.</p>;
 }
 
+/** Where a signed-in member goes on: owners and admins to the guide (only they may do its steps), agents to the inbox. */
+function Onwards() {
+  const { team, me } = useTeam();
+  if (team.isPending) return null;
+  return me?.role === 'owner' || me?.role === 'admin' ? (
+    <Link className="button primary" to="/setup/workspace">
+      Continue setting up
+    </Link>
+  ) : (
+    <Link className="button primary" to="/inbox/mine">
+      Go to the inbox
+    </Link>
+  );
+}
+
 export function VerifyEmailPage() {
   const [params] = useSearchParams();
   const token = params.get('token');
@@ -63,9 +78,7 @@ export function VerifyEmailPage() {
         <>
           <Done>Your e-mail address is confirmed.</Done>
           {signedIn ? (
-            <Link className="button primary" to="/setup/workspace">
-              Continue setting up
-            </Link>
+            <Onwards />
           ) : (
             <Link className="button primary" to="/login">
               Log in

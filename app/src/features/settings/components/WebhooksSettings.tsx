@@ -1,4 +1,4 @@
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Field, fieldErrors, FormError, ShownOnce } from '../../../components/Form.tsx';
 import { $api, fetchClient, type Schemas } from '../../../lib/api.ts';
@@ -96,8 +96,15 @@ function EventChoice({ error, chosen = ['*'] }: { error: unknown; chosen?: Event
 
 function Endpoint({ hook: w, open, onToggle, onSecret }: { hook: Schemas['Webhook']; open: boolean; onToggle: () => void; onSecret: (secret: string) => void }) {
   const path = { params: { path: { id: w.id } } };
+  const qc = useQueryClient();
+  // While it is being deleted the log stops asking (it polls): a poll after the delete would meet a 404.
+  const [removing, setRemoving] = useState(false);
   const update = useAction((body: Schemas['WebhookUpdate']) => fetchClient.PATCH('/v1/webhooks/{id}', { ...path, body }), [HOOKS]);
-  const remove = useAction(() => fetchClient.DELETE('/v1/webhooks/{id}', path), [HOOKS]);
+  const remove = useAction(async () => {
+    setRemoving(true);
+    await qc.cancelQueries({ queryKey: ['get', DELIVERIES] });
+    return fetchClient.DELETE('/v1/webhooks/{id}', path);
+  }, [HOOKS]);
   const rotate = useAction(() => fetchClient.POST('/v1/webhooks/{id}/rotate-secret', path), [HOOKS], (s) => onSecret(s.secret));
   const test = useAction(() => fetchClient.POST('/v1/webhooks/{id}/test', path), [DELIVERIES]);
   const submit = (e: FormEvent<HTMLFormElement>) => {
@@ -141,7 +148,7 @@ function Endpoint({ hook: w, open, onToggle, onSecret }: { hook: Schemas['Webhoo
               <button type="button" onClick={() => test.mutate(undefined)} disabled={!w.enabled}>
                 Send a test event
               </button>
-              <button type="button" className="danger" onClick={() => remove.mutate(undefined)}>
+              <button type="button" className="danger" onClick={() => remove.mutate(undefined, { onError: () => setRemoving(false) })}>
                 Delete endpoint
               </button>
             </div>
@@ -152,7 +159,7 @@ function Endpoint({ hook: w, open, onToggle, onSecret }: { hook: Schemas['Webhoo
               Test event sent; its delivery shows below.
             </p>
           )}
-          <Deliveries webhookId={w.id} />
+          {!removing && <Deliveries webhookId={w.id} />}
         </>
       )}
     </li>

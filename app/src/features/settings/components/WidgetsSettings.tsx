@@ -134,11 +134,11 @@ function Domains({ widget }: { widget: Schemas['Widget'] }) {
   );
 }
 
-const snippet = (secret: string) => `// On your server: the signed-in user's e-mail, signed with the widget's secret.
+const snippet = (secret: string, widgetId: string) => `// On your server: the signed-in user's e-mail, signed with the widget's secret.
 import { createHmac } from 'node:crypto';
 const userHash = createHmac('sha256', process.env.CHAT_IDENTITY_SECRET ?? '${secret}')
   .update(user.email.trim().toLowerCase()).digest('hex');
-// In the page: <script src="${location.origin}/widget.js" data-widget-id="…"
+// In the page: <script src="${location.origin}/widget.js" data-widget-id="${widgetId}"
 //   data-user-email="\${user.email}" data-user-hash="\${userHash}" async></script>`;
 
 function Identity({ widget }: { widget: Schemas['Widget'] }) {
@@ -172,7 +172,7 @@ function Identity({ widget }: { widget: Schemas['Widget'] }) {
       <FormError error={rotate.error ?? require.error} fields={[]} />
       {secret && <ShownOnce label="Identity secret" value={secret} onDone={() => setSecret(undefined)} />}
       <h3>Server snippet</h3>
-      <Copyable value={snippet(secret ?? 'your identity secret')} label="Server snippet" multiline />
+      <Copyable value={snippet(secret ?? 'your identity secret', widget.id)} label="Server snippet" multiline />
     </section>
   );
 }

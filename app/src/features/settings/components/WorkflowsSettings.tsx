@@ -7,6 +7,7 @@ import { ACTIONS, describeCondition, newWorkflow, TRIGGERS, workflowDraft } from
 import { useChoices, WorkflowForm } from './WorkflowForm.tsx';
 
 const FLOWS = '/v1/workflows';
+const SKIPPED: Record<string, string> = { conditions: 'its conditions did not hold', disabled: 'it was turned off', depth: 'started by workflows three deep' };
 
 export default function WorkflowsSettings() {
   const flows = useQuery($api.queryOptions('get', FLOWS, { params: { query: { limit: 100 } } }));
@@ -103,12 +104,38 @@ function Runs({ id }: { id: string }) {
   const rows = runs.data?.data ?? [];
   if (rows.length === 0) return <p className="muted">No runs yet.</p>;
   return (
-    <ul className="rows" aria-label="Runs">
-      {rows.map((r) => (
-        <li key={r.id}>
-          <span>{r.event_type}</span> <span>{r.status}</span> {r.skip_reason && <span>({r.skip_reason})</span>} <span>{when(r.created_at)}</span>
-        </li>
-      ))}
-    </ul>
+    <table className="table runs" aria-label="Runs">
+      <thead>
+        <tr>
+          <th scope="col">Event</th>
+          <th scope="col">Status</th>
+          <th scope="col">Actions</th>
+          <th scope="col">Started</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r.id} data-status={r.status}>
+            <td>{r.event_type}</td>
+            <td>
+              {r.status}
+              {r.skip_reason && <span className="muted"> ({SKIPPED[r.skip_reason] ?? r.skip_reason})</span>}
+            </td>
+            <td>
+              {r.actions.length === 0
+                ? '—'
+                : r.actions.map((a, i) => (
+                    <div key={i}>
+                      {ACTIONS[a.type as keyof typeof ACTIONS] ?? a.type}: {a.status}
+                      {a.detail && ` (${a.detail})`}
+                      {a.status === 'retrying' && a.next_attempt_at && ` · next try ${when(a.next_attempt_at)}`}
+                    </div>
+                  ))}
+            </td>
+            <td>{when(r.created_at)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

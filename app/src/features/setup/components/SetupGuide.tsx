@@ -7,7 +7,7 @@ import { Link, Navigate, useNavigate, useParams } from 'react-router';
 import { Copyable, Field, FormError } from '../../../components/Form.tsx';
 import { type Appearance, AppearanceFields, appearanceSettings, DEFAULT_APPEARANCE, embedTag, WidgetPreview } from '../../../components/WidgetAppearance.tsx';
 import { $api, fetchClient, type Schemas, session } from '../../../lib/api.ts';
-import { useLive } from '../../../lib/hooks.ts';
+import { useLive, useTeam } from '../../../lib/hooks.ts';
 
 const STEPS = [
   { id: 'workspace', label: 'Your workspace' },
@@ -18,7 +18,11 @@ type StepId = (typeof STEPS)[number]['id'];
 
 export function SetupGuide() {
   const { step } = useParams();
+  const { team, me } = useTeam();
   const current = STEPS.find((s) => s.id === step);
+  if (team.isPending) return <p role="status">Loading…</p>;
+  // Every step changes what only owners and admins may change (the API refuses an agent with 403).
+  if (me?.role !== 'owner' && me?.role !== 'admin') return <Navigate to="/inbox/mine" replace />;
   if (!current) return <Navigate to="/setup/workspace" replace />;
   return (
     <div className="setup">
