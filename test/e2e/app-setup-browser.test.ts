@@ -156,6 +156,7 @@ describe('the team app: a new customer sets up in the browser', function () {
     const passwordError = page.locator('.field', { has: page.getByLabel('Password') }).locator('.field-error');
     await passwordError.waitFor(WAIT);
     expect(await passwordError.textContent()).to.match(/10|short|fewer/i);
+    await seriousViolations(page, 'sign-up, a refused password');
     await page.getByLabel('Password').fill('a long enough passphrase');
     await page.getByRole('button', { name: 'Create workspace' }).click();
     await page.getByRole('heading', { name: 'Name your workspace' }).waitFor(WAIT);
@@ -167,6 +168,7 @@ describe('the team app: a new customer sets up in the browser', function () {
     await screen('verify', 'Confirm your e-mail address');
     await page.getByRole('button', { name: 'Confirm my address' }).click();
     await page.getByText('Your e-mail address is confirmed.').waitFor(WAIT);
+    await seriousViolations(page, 'verify, confirmed');
     await page.getByRole('link', { name: 'Continue setting up' }).click();
 
     // 3. The workspace's name.
@@ -195,6 +197,7 @@ describe('the team app: a new customer sets up in the browser', function () {
     const domainError = page.locator('.field', { has: page.getByLabel('Website domain') }).locator('.field-error');
     await domainError.waitFor(WAIT);
     expect(await domainError.textContent()).to.match(/host name/);
+    await seriousViolations(page, 'install, a refused domain');
     await page.getByLabel('Website domain').fill('localhost');
     await page.getByRole('button', { name: 'Allow', exact: true }).click();
     await page.getByRole('list', { name: 'Allowed domains' }).getByText('localhost').waitFor(WAIT);
