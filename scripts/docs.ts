@@ -3,9 +3,10 @@
 // sample beside every operation) and DIR/events.html (the WebSocket events), both rendered by Redoc as the
 // service renders /api/docs (src/http/reference.ts), each with its document and Redoc's bundle inlined (a
 // page opened from disk may load no module). Default DIR: data/docs. The contract's links to the service's
-// reference pages (`/api/docs/...`, `/api/docs/events/...`) become links between these files (a message's
-// own anchor in the events page, which the hash router cannot hold, becomes its channel's page). The pages
-// have no try-it panel: opened from disk, there is no service to call.
+// reference pages (`/api/docs/...`, `/api/docs/events/...`, in its introduction and its tags) become links
+// between these files (a message's own anchor in the events page, which the hash router cannot hold,
+// becomes its channel's page). The pages have no try-it panel: opened from disk, there is no service to
+// call.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadContract } from '../src/http/contract.ts';
@@ -26,8 +27,9 @@ const offlineLinks = (markdown: string) =>
     return whole;
   });
 // The samples' API variable is the server's URL; the pages name the service's default.
-const rest = servedRestDocument(document, `http://127.0.0.1:3000${basePath}`);
+const rest = servedRestDocument(document, `http://127.0.0.1:3000${basePath}`, { description: 'A service on its defaults' });
 for (const tag of rest.tags ?? []) if (typeof tag.description === 'string') tag.description = offlineLinks(tag.description);
+if (typeof rest.info?.description === 'string') rest.info = { ...rest.info, description: offlineLinks(rest.info.description) };
 const reference = new Reference(
   { rest, events: servedEventsDocument(document) },
   {

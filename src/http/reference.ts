@@ -34,13 +34,14 @@ export const GETTING_STARTED_TAG = 'getting-started';
 const RENAMED_TAGS: Record<string, string> = { events: 'event-feed' };
 
 /**
- * The REST document as the reference serves it: samples, the getting-started page, grouped tags, this
- * service first. The contract's mock server (`npm run mock`, a contributor's tool on their own machine) is
- * left out: a reader of the reference cannot call it.
+ * The REST document as the reference serves it: samples, the getting-started page, grouped tags, and one
+ * server, the one the reader calls (`server`: this service, or for pages opened from disk a service on
+ * its defaults). The contract's own servers are left out: its mock (`npm run mock`) is a contributor's
+ * tool on their own machine, the default address is what the served server already names, and their
+ * descriptions speak to contributors in Markdown that Redoc shows as plain text.
  */
-export function servedRestDocument(contract: Doc, basePath: string, gettingStarted = readFileSync(GETTING_STARTED_PATH, 'utf8')): Doc {
-  const servers = (contract.servers ?? []).filter((s: Doc) => !/\bmock\b/i.test(String(s.description ?? '')));
-  const document = withCodeSamples({ ...contract, servers: [{ url: basePath, description: 'This service' }, ...servers] });
+export function servedRestDocument(contract: Doc, basePath: string, server = { description: 'This service' }, gettingStarted = readFileSync(GETTING_STARTED_PATH, 'utf8')): Doc {
+  const document = withCodeSamples({ ...contract, servers: [{ url: basePath, description: server.description }] });
   for (const item of Object.values<Doc>(document.paths ?? {})) {
     for (const op of Object.values<Doc>(item)) if (Array.isArray(op?.tags)) op.tags = op.tags.map((t: string) => RENAMED_TAGS[t] ?? t);
   }

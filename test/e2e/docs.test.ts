@@ -12,7 +12,9 @@ import { parse } from 'yaml';
 import { bundleAsyncApi } from '../../src/http/asyncapi.ts';
 import { operationsOf } from '../../src/http/code-samples.ts';
 import { loadContract } from '../../src/http/contract.ts';
+import { statusOf } from '../../src/http/problem.ts';
 import { REDOC_VERSION, Reference, servedEventsDocument, servedRestDocument } from '../../src/http/reference.ts';
+import type { ErrorCode } from '../../src/shared/errors.ts';
 import { errorsOf } from '../support/browser.ts';
 import { getHarness } from '../support/harness.ts';
 import { openPagesBrowser, type PagesBrowser } from '../support/pages-browser.ts';
@@ -28,6 +30,17 @@ const BUNDLE = `/api/docs/assets/redoc-${REDOC_VERSION}.js`;
 
 /** Text a reader sees that is Markdown left unrendered: backticks, `**`, `](`, a heading's `#`. */
 const literalMarkdown = (text: string) => text.split('\n').filter((line) => /`|\*\*|\]\(|^#{1,6} /.test(line));
+/** The reference's text as a reader sees it, code blocks left out (a sample's template literal has backticks). */
+const PROSE = `(() => {
+  const style = document.createElement('style');
+  style.textContent = '#redoc pre { display: none !important; }';
+  document.head.append(style);
+  const text = document.getElementById('redoc').innerText;
+  style.remove();
+  return text;
+})()`;
+/** What speaks to the service's contributors rather than to its users: their files, commands and tools. */
+const CONTRIBUTOR_WORDS = /\b(?:src|test|scripts|generated|components|openapi)\/|\.test\.ts|npm run|\bPGlite\b|\bKysely\b|\bmocha\b|\bCI\b/;
 
 describe('the API reference (Redoc: REST, events, getting started) and the offline docs', function () {
   this.timeout(180_000);
@@ -141,11 +154,25 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     }
     expect(document.tags[0]).to.include({ name: 'getting-started', 'x-displayName': 'Getting started' });
     expect(document.tags[0].description).to.equal(readFileSync('docs/getting-started.md', 'utf8').replace(/^# .*\n+/, ''));
-    // This service first; the contract's mock (a contributor's tool) is not a server a reader can call.
-    expect(document.servers[0]).to.deep.equal({ url: '/api', description: 'This service' });
-    expect(JSON.stringify(document.servers)).not.to.match(/mock/i);
+    // This service alone: the contract's mock (a contributor's tool) is not a server a reader can call.
+    expect(document.servers).to.deep.equal([{ url: '/api', description: 'This service' }]);
     // The contract itself holds no samples: they are made for the reference.
     expect(JSON.stringify(loadContract().document)).not.to.include('x-codeSamples');
+  });
+
+  it('the introduction is written for API users: each topic a caller needs, every error code with its status, nothing for contributors', async () => {
+    const { info, tags } = loadContract().document as { info: { description: string }; tags: { name: string; description: string }[] };
+    for (const topic of ['Server', 'Authentication', 'Errors', 'Pagination', 'Idempotency', 'Rate limits', 'Events and resume', 'Versioning']) {
+      expect(info.description, topic).to.include(`**${topic}.**`);
+    }
+    // The table of codes: each code the contract declares, once, with the status the service answers it with.
+    const codes = loadContract().document.components.schemas.ErrorCode.enum as ErrorCode[];
+    const table = new Map([...info.description.matchAll(/^\| `(ERR_[A-Z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1]!, Number(m[2])]));
+    expect([...table.keys()].sort(), 'the codes in the introduction\'s table').to.deep.equal([...codes].sort());
+    for (const code of codes) expect(table.get(code), code).to.equal(statusOf(code));
+    for (const text of [{ name: 'info.description', description: info.description }, ...tags]) {
+      expect(CONTRIBUTOR_WORDS.exec(text.description)?.[0], `${text.name}: words for contributors`).to.be.undefined;
+    }
   });
 
   it('the tags are described for API users, and each event a tag names links to that event in the events reference', async () => {
@@ -215,6 +242,30 @@ describe('the API reference (Redoc: REST, events, getting started) and the offli
     const text = await page.locator('#redoc main, #redoc').first().innerText();
     expect(literalMarkdown(text), 'Markdown shown as text on the events page').to.deep.equal([]);
     expect(errors).to.deep.equal([]);
+  });
+
+  it('in chromium: the introduction (its codes a table) and every page of the getting-started guide render with no console error and no literal Markdown', async () => {
+    const contract = loadContract();
+    const reference = new Reference(
+      { rest: servedRestDocument(contract.document, contract.basePath), events: servedEventsDocument(contract.document) },
+      { basePaths: { rest: '/api/docs', events: '/api/docs/events' }, bundleUrl: BUNDLE, documentUrls: { rest: '', events: '' }, nav: [], router: 'history' },
+    );
+    // The guide's pages: the page and each step (Redoc gives each ## section a page of its own).
+    const guide = (await reference.pages('rest')).filter((path) => path === '/api/docs/getting-started' || path.startsWith('/api/docs/getting-started/'));
+    expect(guide, 'the getting-started pages').to.include('/api/docs/getting-started/7.-resume-and-receive-the-answer');
+    const found: string[] = [];
+    for (const path of ['/api/docs', ...guide]) {
+      const { page, errors } = await open(`${base}${path}`);
+      try {
+        await page.waitForFunction(HYDRATED, undefined, WAIT);
+        if (path === '/api/docs') await page.locator('#redoc table').filter({ hasText: 'ERR_CONVERSATION_CLOSED' }).first().waitFor(WAIT);
+        found.push(...literalMarkdown(await page.evaluate<string>(PROSE)).map((line) => `${path}: ${line}`));
+        expect(errors, path).to.deep.equal([]);
+      } finally {
+        await page.close();
+      }
+    }
+    expect(found, 'Markdown shown as text in the introduction or the guide').to.deep.equal([]);
   });
 
   it('in chromium: every page of the events reference, and every message in it, renders with no console error and no literal Markdown', async () => {
