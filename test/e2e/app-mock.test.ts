@@ -159,6 +159,9 @@ describe('the team app against the mock (npm run app:dev)', function () {
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Workflows' }).click();
     await page.getByRole('button', { name: /^Edit / }).first().click();
     await page.getByRole('form', { name: /^Edit / }).getByRole('group', { name: 'Action 1' }).waitFor(WAIT);
+    // Its runs, each with what its actions did.
+    await page.getByRole('button', { name: /^Runs of / }).first().click();
+    await page.getByRole('table', { name: 'Runs' }).getByRole('row').nth(1).waitFor(WAIT);
     await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Bots' }).click();
     await page.getByRole('button', { name: /^Settings of / }).first().click();
     await page.getByRole('form', { name: /^Settings of / }).getByRole('button', { name: 'Save bot' }).waitFor(WAIT);
