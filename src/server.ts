@@ -29,10 +29,19 @@ async function main(): Promise<void> {
     throw err;
   }
   // The embedded database starts opening now, and the service's modules load while it reads its files;
-  // the service waits for it where it would have opened it. A failure to open is the service's to report
-  // (startService awaits it): heard here only so that it does not count as unhandled in the meantime.
+  // the service waits for it where it would have opened it. Its thread is spawned from a module of its
+  // own (src/db/embedded.ts), before the rest of src/db is loaded. A failure to open is the service's to
+  // report (startService awaits it): heard here only so that it does not count as unhandled in the meantime.
   const embedded = !config.databaseUrl || !/^postgres(ql)?:/.test(config.databaseUrl);
-  const opening = embedded ? import('./db/service-database.ts').then((db) => db.openServiceDatabase(config)) : undefined;
+  const started =
+    embedded && config.pgliteThread
+      ? import('./db/embedded.ts').then((m) =>
+          m.startEmbeddedThread({ dataDir: m.embeddedDataDir(config.databaseUrl, config.dataDir), template: config.pgliteTemplate, namedStatements: config.databaseNamedStatements }),
+        )
+      : undefined;
+  // Waited for (its spawn, not its opening) before more modules load: see startEmbeddedThread.
+  await started?.catch(() => undefined);
+  const opening = embedded ? import('./db/service-database.ts').then((db) => db.openServiceDatabase(config, undefined, started)) : undefined;
   opening?.catch(() => undefined);
   const [{ default: pino }, { isConnectionError }, { DataDirLockedError }] = await Promise.all([
     import('pino'),

@@ -1,10 +1,9 @@
 import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 import { TransactionAbortedError, isConnectTimeout, isConnectionError, isLostConnection } from './errors.ts';
-import { PGliteThreadPool } from './pglite-thread.ts';
+import { type EmbeddedStart, embeddedDataDir, startEmbeddedThread } from './embedded.ts';
 import { statementName } from './prepared.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { seedFromTemplate } from './pglite-template.ts';
@@ -78,6 +77,8 @@ export interface DatabaseOptions {
   template?: boolean;
   /** PGlite runs on a thread of its own (src/db/pglite-thread.ts) instead of the event loop. */
   thread?: boolean;
+  /** The embedded database's thread, already started (src/server.ts starts it first); else started here. */
+  started?: Promise<EmbeddedStart> | undefined;
   /**
    * Run the prepared statements under their names (the default): per connection on PostgreSQL, once in
    * PGlite (src/db/pglite-pool.ts). Off for a pooler that cannot keep a connection's named statements
@@ -371,24 +372,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const stats = () => ({ inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
     return wrap('postgres', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), stats, options.patchedClient !== false);
   }
-  let dataDir: string | undefined;
-  if (url === 'pglite://memory') {
-    dataDir = undefined;
-  } else if (url?.startsWith('pglite://')) {
-    dataDir = resolve(url.slice('pglite://'.length));
-  } else {
-    dataDir = resolve(join(options.dataDir, 'pglite'));
+  const dataDir = embeddedDataDir(url, options.dataDir);
+  if (options.thread) {
+    const { opened, lock } = await (options.started ?? startEmbeddedThread({ dataDir, template: options.template, namedStatements: options.namedStatements !== false }));
+    const pool = await opened;
+    pool.nameStatementsBy(statementName);
+    const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
+    // As below: closed here too, in case Kysely never connected.
+    return { ...database, close: () => database.close().then(() => pool.end()).finally(() => lock?.release()) };
   }
   if (dataDir) await mkdir(dataDir, { recursive: true });
   const lock = dataDir ? await lockDataDir(dataDir) : undefined;
   try {
     if (dataDir && options.template) await seedFromTemplate(dataDir);
-    if (options.thread) {
-      const pool = await PGliteThreadPool.open({ dataDir, namedStatements: options.namedStatements !== false });
-      const database = wrap('pglite', new Kysely<DB>({ dialect: new PostgresDialect({ pool }), ...logOption(options) }), () => pool.stats);
-      // As below: closed here too, in case Kysely never connected.
-      return { ...database, close: () => database.close().then(() => pool.end()).finally(() => lock?.release()) };
-    }
     // Loaded only here: with PGlite on its thread, the service's own thread never loads it.
     const [{ PGlite }, { pg_trgm }, { PGlitePool }] = await Promise.all([
       import('@electric-sql/pglite'),

@@ -2,7 +2,6 @@ import { Worker } from 'node:worker_threads';
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import { TransactionAbortedError } from './errors.ts';
 import { OneConnection } from './one-connection.ts';
-import { statementName } from './prepared.ts';
 
 export interface PGliteThreadOptions {
   dataDir: string | undefined;
@@ -47,6 +46,8 @@ interface Waiting {
 export class PGliteThreadPool implements PostgresPool {
   readonly #worker: Worker;
   readonly #named: boolean;
+  /** Which statements run by name: told by database.ts (src/db/prepared.ts), which this module does not load. */
+  #statementName: (sql: string) => string | undefined = () => undefined;
   readonly #replies = new Map<number, Waiting>();
   #nextId = 1;
   readonly #connection = new OneConnection();
@@ -87,6 +88,11 @@ export class PGliteThreadPool implements PostgresPool {
     });
   }
 
+  /** Names the hot statements (src/db/prepared.ts's statementName), before the first statement is sent. */
+  nameStatementsBy(statementName: (sql: string) => string | undefined): void {
+    this.#statementName = statementName;
+  }
+
   /** One connection: in use or idle, and how many wait for it. */
   get stats(): { inUse: number; idle: number; waiting: number } {
     return this.#connection.stats;
@@ -109,7 +115,7 @@ export class PGliteThreadPool implements PostgresPool {
     return new Promise((resolve, reject) => {
       this.#replies.set(id, { resolve, reject });
       // Which statements are hot is known here, where the app's modules named them, not on the database's thread.
-      const named = this.#named && parameters.length > 0 && statementName(sql) !== undefined;
+      const named = this.#named && parameters.length > 0 && this.#statementName(sql) !== undefined;
       this.#worker.postMessage({ type: 'query', id, sql, parameters, named } satisfies PGliteThreadRequest);
     });
   }

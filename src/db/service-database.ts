@@ -1,8 +1,9 @@
 import type { Config } from '../config.ts';
 import { type Database, openDatabase } from './database.ts';
+import type { EmbeddedStart } from './embedded.ts';
 
-/** The database as the service opens it, from its configuration. */
-export const openServiceDatabase = (config: Config, onConnectionError?: (err: Error) => void): Promise<Database> =>
+/** The database as the service opens it, from its configuration; `started`: the embedded database's thread, already started by src/server.ts. */
+export const openServiceDatabase = (config: Config, onConnectionError?: (err: Error) => void, started?: Promise<EmbeddedStart>): Promise<Database> =>
   openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -11,5 +12,6 @@ export const openServiceDatabase = (config: Config, onConnectionError?: (err: Er
     patchedClient: config.dependencyPatches,
     template: config.pgliteTemplate,
     thread: config.pgliteThread,
+    started,
     ...(onConnectionError ? { onConnectionError } : {}),
   });

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -102,6 +102,42 @@ describe('the service process', () => {
     agent.destroy();
     expect(status).to.equal(201);
     expect(await exited).to.equal(0);
+  });
+
+  // The embedded database's thread is started before the service loads (src/db/embedded.ts): what goes
+  // wrong there must still end the start, with the words of the failure.
+  it('a second service on the same data directory is refused at once (75) and says which process holds it', async function () {
+    this.timeout(60_000);
+    await start({});
+    const first = child!;
+    try {
+      await start({}).then(
+        () => expect.fail('the second service should not listen'),
+        (err: Error) => {
+          expect(err.message).to.contain('exited with 75').and.contain(`in use by process ${first.pid}`);
+        },
+      );
+    } finally {
+      first.kill('SIGKILL');
+    }
+  });
+
+  it('a data directory PGlite cannot open ends the start with the reason, not a hang', async function () {
+    this.timeout(60_000);
+    // Before the thread is spawned: a file where the database's directory should be.
+    await writeFile(join(dataDir, 'pglite'), 'not a directory');
+    await start({}).then(
+      () => expect.fail('should not listen'),
+      (err: Error) => expect(err.message).to.match(/exited with [1-9]/).and.contain('EEXIST'),
+    );
+    // On the thread, while the service loads: a directory of another PostgreSQL version.
+    await rm(join(dataDir, 'pglite'));
+    await mkdir(join(dataDir, 'pglite'));
+    await writeFile(join(dataDir, 'pglite', 'PG_VERSION'), '99\n');
+    await start({}).then(
+      () => expect.fail('should not listen'),
+      (err: Error) => expect(err.message).to.match(/exited with [1-9]/).and.contain('PGlite failed to initialize'),
+    );
   });
 
   it('refuses to start with bad configuration, naming each bad variable', async function () {
