@@ -2914,7 +2914,7 @@ export interface components {
         /** Format: email */
         Email: string;
         /**
-         * @description Stable error code; see the error table in the README
+         * @description Stable error code, one per kind of failure; the introduction of the API reference lists each with its status and what to do
          * @enum {string}
          */
         ErrorCode: "ERR_VALIDATION" | "ERR_TRANSFER_TARGET" | "ERR_UNAUTHENTICATED" | "ERR_TOKEN_EXPIRED" | "ERR_INVALID_REFRESH_TOKEN" | "ERR_INVALID_TOKEN" | "ERR_FORBIDDEN" | "ERR_USER_TOKEN_REQUIRED" | "ERR_LITE_SEAT" | "ERR_HTTPS_REQUIRED" | "ERR_NOT_FOUND" | "ERR_METHOD_NOT_ALLOWED" | "ERR_CONVERSATION_CLOSED" | "ERR_CONVERSATION_NOT_CLOSED" | "ERR_DEPARTMENT_NO_AGENTS" | "ERR_CONFLICT" | "ERR_IDEMPOTENCY_MISMATCH" | "ERR_BILLING_NOT_CONFIGURED" | "ERR_PLAN_LIMIT" | "ERR_PAYLOAD_TOO_LARGE" | "ERR_UNSUPPORTED_MEDIA_TYPE" | "ERR_INVALID_ATTACHMENT" | "ERR_USER_NOT_IN_TENANT" | "ERR_ASSIGNEE_LITE_SEAT" | "ERR_INVALID_DEPARTMENT" | "ERR_RATE_LIMITED" | "ERR_INTERNAL" | "ERR_UNAVAILABLE";
