@@ -11,7 +11,7 @@ import { APP_CSP } from '../../src/http/team-app.ts';
 import { type Browsing, errorsOf, openBrowser, socketCutter } from '../support/browser.ts';
 import { shoot } from '../support/screenshots.ts';
 import { addMember, createConversation, createTenant, login, PASSWORD, type TestTenant } from '../support/factories.ts';
-import { TEST_JWT_SECRET } from '../support/harness.ts';
+import { getHarness, TEST_JWT_SECRET } from '../support/harness.ts';
 import { connect, type RealtimeServer, startRealtime } from '../support/realtime.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
@@ -715,6 +715,87 @@ describe('the team app in a browser', function () {
     await page.getByRole('heading', { name: 'Order 1000' }).waitFor(WAIT);
     await page.keyboard.press('k');
     await page.getByRole('heading', { name: 'Order 1001' }).waitFor(WAIT);
+    expect(errors).to.deep.equal([]);
+  });
+
+  /** Scrolls a windowed list to one end until `row` is in view (rows read and measured on the way move that end). */
+  async function scrollUntil(scroller: ReturnType<Page['getByTestId']>, to: 'top' | 'bottom', row: ReturnType<Page['locator']>) {
+    for (let tries = 0; ; tries++) {
+      await scroller.evaluate((el, end) => el.scrollTo({ top: end === 'top' ? 0 : el.scrollHeight }), to);
+      if (await row.waitFor({ state: 'visible', timeout: 500 }).then(() => true, () => false)) return;
+      if (tries === 60) throw new Error(`never came into view at the ${to}`);
+    }
+  }
+
+  it('a long list keeps a window of pages: scrolled to the end it lets the first go, and back at the top it shows them again', async () => {
+    const t = await createTenant();
+    // 400 seeded, every third closed: 267 wait unassigned, four pages (50, then 100 at a time), one more than the window keeps.
+    const { seedConversations } = await import('../../scripts/bench/seed-conversations.ts');
+    await seedConversations((await getHarness()).database, t.tenantId, 400);
+    const { page, errors } = await appPage(await browser());
+    const pages: string[] = [];
+    page.on('request', (r) => {
+      const url = new URL(r.url());
+      if (url.pathname === '/api/v1/conversations' && url.searchParams.get('status') === 'open' && !url.searchParams.has('department_id')) pages.push(`${url.searchParams.get('limit')}${url.searchParams.has('cursor') ? ' after a cursor' : ''}`);
+    });
+    await logIn(page, t.owner.email);
+    await page.getByRole('link', { name: viewName('Unassigned', 267) }).click();
+    const rows = page.locator('.conversations li .last');
+    await page.locator('.conversations li', { hasText: 'Question 0' }).waitFor(WAIT);
+    const scroller = page.getByTestId('conversation-scroller');
+    await scrollUntil(scroller, 'bottom', page.locator('.conversations li', { hasText: 'Question 399' }));
+    let shown = await numbers(rows);
+    expect(shown.at(-1)).to.equal(399);
+    expect(consecutive(shown.map((n) => 2 * Math.floor(n / 3) + (n % 3))), shown.join()).to.equal(true);
+    expect(await page.locator('.conversations li').last().getAttribute('aria-posinset')).to.equal('267');
+    // The first page was let go as the fourth came in; the list still holds its place.
+    expect(pages).to.deep.equal(['50', '100 after a cursor', '100 after a cursor', '100 after a cursor']);
+
+    await scrollUntil(scroller, 'top', page.locator('.conversations li', { hasText: 'Question 0' }));
+    shown = await numbers(rows);
+    expect(shown[0]).to.equal(0);
+    expect(shown.length).to.be.within(3, 30);
+    expect(await page.locator('.conversations li').first().getAttribute('aria-posinset')).to.equal('1');
+    expect(pages.filter((p) => p === '50')).to.have.length(2);
+    // And down again: the pages let go are read again, in order.
+    await scrollUntil(scroller, 'bottom', page.locator('.conversations li', { hasText: 'Question 399' }));
+    expect(await page.locator('.conversations li').last().getAttribute('aria-posinset')).to.equal('267');
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('a thread scrolled far back lets its newest pages go and reads them again on the way down, a new message at the end', async () => {
+    const t = await createTenant();
+    const { conversationId, token } = await startVisitorConversation(t, 'Message 0');
+    for (let i = 1; i < 300; i++) {
+      await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conversationId, content: `Message ${i}` }).expect(201);
+    }
+    const { page, errors } = await appPage(await browser());
+    const pages: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes(`/api/v1/messages/${conversationId}?`)) pages.push(new URL(r.url()).searchParams.get('limit')!);
+    });
+    await logIn(page, t.owner.email);
+    await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+    await page.locator('.messages li .text').getByText('Message 299', { exact: true }).waitFor(WAIT);
+    const rows = page.locator('.messages li .text');
+    const scroller = page.getByTestId('message-scroller');
+    await scrollUntil(scroller, 'top', page.locator('.messages li .text').getByText('Message 0', { exact: true }));
+    // Four pages back to the first message (50, then 100 at a time): the newest was let go.
+    expect(pages).to.deep.equal(['50', '100', '100', '100']);
+    let shown = await numbers(rows);
+    expect(shown[0]).to.equal(0);
+    expect(consecutive(shown), shown.join()).to.equal(true);
+    expect(await page.locator('.messages li[aria-posinset]').first().getAttribute('aria-posinset')).to.equal('1');
+
+    // A new message meanwhile: counted, and there at the end once the member is back down.
+    await request(rt.app).post(`/api/v1/widget/conversations/${conversationId}/messages`).set({ Origin: site.url }).set(bearer(token)).send({ content: 'Message 300' }).expect(201);
+    await scrollUntil(scroller, 'bottom', page.locator('.messages li .text').getByText('Message 300', { exact: true }));
+    shown = await numbers(rows);
+    expect(shown.at(-1)).to.equal(300);
+    expect(consecutive(shown), shown.join()).to.equal(true);
+    expect(shown.length).to.be.within(3, 30);
+    expect(await page.locator('.messages li').last().getAttribute('aria-posinset')).to.equal('301');
+    expect(pages.length, pages.join()).to.be.above(4);
     expect(errors).to.deep.equal([]);
   });
 

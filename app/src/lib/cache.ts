@@ -5,6 +5,7 @@
 import type { InfiniteData, QueryClient, QueryKey } from '@tanstack/react-query';
 import type { paths } from '../../../generated/api.ts';
 import { type Schemas, session } from './api.ts';
+import { holdsHead, type PageAt } from './paging.ts';
 
 export type Conversation = Schemas['Conversation'];
 export type Message = Schemas['Message'];
@@ -45,9 +46,10 @@ export const isSnoozed = (c: Conversation): boolean => !!c.snoozed_until || !!c.
 const activity = (c: Conversation) => Date.parse(c.last_message_at ?? c.updated_at);
 
 /** A cached list: one page (a plain query) or the pages the inbox loaded so far (an infinite query). */
-type CachedList = ConversationList | InfiniteData<ConversationList, string | undefined>;
-const isPaged = (list: CachedList): list is InfiniteData<ConversationList, string | undefined> => 'pages' in list;
+type CachedList = ConversationList | InfiniteData<ConversationList, PageAt>;
+const isPaged = (list: CachedList): list is InfiniteData<ConversationList, PageAt> => 'pages' in list;
 export const pagesOf = (list: CachedList | undefined): ConversationList[] => (!list ? [] : isPaged(list) ? list.pages : [list]);
+const isPagedFromHead = (list: CachedList): boolean => !isPaged(list) || holdsHead(list);
 
 function listQueryOf(key: QueryKey): ListQuery | undefined {
   return (key[2] as { params?: { query?: ListQuery } } | undefined)?.params?.query;
@@ -81,11 +83,13 @@ export function upsertConversation(qc: QueryClient, c: Conversation): void {
     if (!fits && !had) continue;
     const delta = (fits && !had ? 1 : 0) - (!fits && had ? 1 : 0);
     const rest = pages.map((page) => page.data.filter((x) => x.id !== c.id));
-    // Into the page where its activity puts it; past the last loaded one (more to come), the next pages bring it.
+    // Into the page where its activity puts it; past the last loaded one (more to come), the next pages bring
+    // it, and so do the earlier pages, read again, when it goes above a window that no longer holds the head.
     if (fits) {
       const at = rest.findIndex((data) => data.some((x) => activity(x) <= activity(c)));
       const last = pages.at(-1)!;
-      const target = at >= 0 ? at : last.pagination.next_cursor ? -1 : rest.length - 1;
+      const above = at === 0 && !isPagedFromHead(list) && rest[0]!.length > 0 && activity(rest[0]![0]!) <= activity(c);
+      const target = above ? -1 : at >= 0 ? at : last.pagination.next_cursor ? -1 : rest.length - 1;
       if (target >= 0) rest[target] = [...rest[target]!, c].sort((a, b) => activity(b) - activity(a));
     }
     const next = pages.map((page, i) => ({ ...page, data: rest[i]!, pagination: { ...page.pagination, total: Math.max(0, page.pagination.total + delta) } }));
@@ -107,14 +111,15 @@ export function patchConversation(qc: QueryClient, id: string, patch: (c: Conver
 /** Adds a message to its thread (once, by id) and to its conversation's summary. */
 export function addMessage(qc: QueryClient, message: Message, options: { reading: boolean }): void {
   let added = true;
-  qc.setQueryData<InfiniteData<MessageList, string | undefined>>(threadKey(message.conversation_id), (thread) => {
+  qc.setQueryData<InfiniteData<MessageList, PageAt>>(threadKey(message.conversation_id), (thread) => {
     if (!thread) return thread;
     if (thread.pages.some((page) => page.data.some((m) => m.id === message.id))) {
       added = false;
       return thread;
     }
     const [newest, ...older] = thread.pages;
-    if (!newest) return thread;
+    // A window scrolled far back no longer holds the newest page: reading it again brings the message.
+    if (!newest || !holdsHead(thread)) return thread;
     return { ...thread, pages: [{ ...newest, data: [message, ...newest.data], pagination: { ...newest.pagination, total: newest.pagination.total + 1 } }, ...older] };
   });
   if (!added) return;

@@ -1,23 +1,32 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
 import { $api, fetchClient, isProblem } from '../../../lib/api.ts';
 import { addMessage, type Conversation, conversationKey, LISTS, patchConversation, threadKey, upsertConversation } from '../../../lib/cache.ts';
+import { HEAD, MAX_PAGES, nextPageAt, type PageAt, previousPageAt } from '../../../lib/paging.ts';
 
 export const conversationOptions = (id: string) => $api.queryOptions('get', '/v1/conversations/{id}', { params: { path: { id } } });
 
-/** The thread, newest page first (small, to show fast); "load earlier" fetches larger pages back in time. */
+/**
+ * The thread, newest page first (small, to show fast); "load earlier" fetches larger pages back in time.
+ * Only a window of pages is kept: scrolling far back lets the newest go, read again on the way down.
+ */
 export function useThread(id: string) {
   return useInfiniteQuery({
     queryKey: threadKey(id),
     queryFn: async ({ pageParam, signal }) => {
       const { data, error } = await fetchClient.GET('/v1/messages/{conversation_id}', {
-        params: { path: { conversation_id: id }, query: pageParam ? { limit: 100, cursor: pageParam } : { limit: 50 } },
+        params: { path: { conversation_id: id }, query: pageParam.cursor ? { limit: 100, cursor: pageParam.cursor } : { limit: 50 } },
         signal,
       });
       if (error) throw error;
       return data;
     },
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (last) => last.pagination.next_cursor ?? undefined,
+    initialPageParam: HEAD as PageAt,
+    getNextPageParam: nextPageAt,
+    getPreviousPageParam: previousPageAt,
+    maxPages: MAX_PAGES,
+    // Each page as read, kept as it is: comparing a window that moved by a page with the one before would
+    // match no page with its old place and copy every loaded row anew.
+    structuralSharing: false,
   });
 }
 

@@ -1,9 +1,10 @@
-import { useMutationState } from '@tanstack/react-query';
+import { useMutationState, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { ErrorText } from '../../../components/ErrorText.tsx';
-import type { Message } from '../../../lib/cache.ts';
+import { type Message, threadKey } from '../../../lib/cache.ts';
 import type { TeamMember } from '../../../lib/hooks.ts';
+import { broken, holdsHead, rowsBefore, rowsOf } from '../../../lib/paging.ts';
 import { download, sendKey, useThread } from '../api/queries.ts';
 
 // One formatter for every row: toLocaleTimeString with options builds an ICU formatter at each call, held
@@ -30,8 +31,10 @@ function kind(m: Message): string {
  * measuring it changes nothing (each change recomputes every position after it).
  */
 const MESSAGE_ESTIMATE = 58;
-/** Messages left above the window when the earlier page is asked for. */
+/** Messages left above (or below) the window when the earlier (or the later) page is asked for. */
 const PREFETCH_MESSAGES = 15;
+/** Messages drawn beyond the window's edges: few, as in the inbox's list (each is DOM until Blink's next collection). */
+const OVERSCAN = 2;
 
 /**
  * The messages, oldest first, each marked by who wrote it; internal notes cannot pass for replies. Only
@@ -40,16 +43,20 @@ const PREFETCH_MESSAGES = 15;
  */
 export function Thread({ id, me, team }: { id: string; me: string | undefined; team: TeamMember[] }) {
   const thread = useThread(id);
-  const messages = useMemo(() => (thread.data?.pages ?? []).flatMap((p) => p.data).toReversed(), [thread.data]);
-  const total = thread.data?.pages[0]?.pagination.total ?? messages.length;
+  const qc = useQueryClient();
+  const messages = useMemo(() => rowsOf(thread.data?.pages ?? []).toReversed(), [thread.data]);
+  // The newer pages let go below the window (scrolled far back) keep their place as empty rows.
+  const after = rowsBefore(thread.data);
+  const loaded = messages.length;
+  const total = thread.data?.pages[0]?.pagination.total ?? loaded + after;
   const scroller = useRef<HTMLDivElement>(null);
   const [downloadError, setDownloadError] = useState<unknown>();
   const rows = useVirtualizer({
-    count: messages.length,
+    count: loaded + after,
     getScrollElement: () => scroller.current,
     estimateSize: () => MESSAGE_ESTIMATE,
     getItemKey: (i) => messages[i]?.id ?? i,
-    overscan: 6,
+    overscan: OVERSCAN,
     gap: 10,
     paddingStart: 10,
     paddingEnd: 10,
@@ -58,30 +65,39 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
     followOnAppend: true,
     scrollEndThreshold: 48,
   });
-  const { hasNextPage, isFetchingNextPage, fetchNextPage } = thread;
+  const { hasNextPage, hasPreviousPage, isFetching, isFetchingNextPage, fetchNextPage, fetchPreviousPage, refetch } = thread;
   // Opened at the newest message; only once it is in view does nearing the top load earlier ones.
-  const count = messages.length;
+  const count = loaded + after;
   const opened = useRef(false);
   useLayoutEffect(() => {
+    if (count === 0) opened.current = false;
     if (opened.current || count === 0) return;
     opened.current = true;
     rows.scrollToIndex(count - 1, { align: 'end' });
   }, [count, rows]);
   const shown = rows.getVirtualItems();
   const firstShown = shown[0]?.index;
+  const lastShown = shown.at(-1)?.index ?? -1;
   const [atNewest, setAtNewest] = useState(false);
   useEffect(() => {
-    if (!atNewest && count > 0 && shown.at(-1)?.index === count - 1) setAtNewest(true);
-  }, [atNewest, count, shown]);
-  const newest = messages.at(-1);
+    if (!atNewest && count > 0 && lastShown === count - 1) setAtNewest(true);
+  }, [atNewest, count, lastShown]);
+  const newest = holdsHead(thread.data) ? messages.at(-1) : undefined;
   // The member's reply from here is shown even when they had scrolled up.
   const sent = useMutationState({ filters: { mutationKey: sendKey(id), status: 'success' } }).length;
   useEffect(() => {
     if (sent > 0) rows.scrollToIndex(rows.options.count - 1, { align: 'end' });
   }, [sent, rows]);
+  const isBroken = broken(thread.data);
   useEffect(() => {
-    if (atNewest && firstShown !== undefined && firstShown < PREFETCH_MESSAGES && hasNextPage && !isFetchingNextPage) void fetchNextPage();
-  }, [atNewest, firstShown, hasNextPage, isFetchingNextPage, fetchNextPage]);
+    if (isFetching || firstShown === undefined) return;
+    if (isBroken) void refetch();
+    else if (hasPreviousPage && firstShown >= loaded && lastShown === count - 1) {
+      // Down at the newest from far back: the newest page again, not every page between.
+      void qc.resetQueries({ queryKey: threadKey(id), exact: true });
+    } else if (hasPreviousPage && lastShown >= loaded - PREFETCH_MESSAGES) void fetchPreviousPage();
+    else if (atNewest && firstShown < PREFETCH_MESSAGES && hasNextPage) void fetchNextPage();
+  }, [atNewest, firstShown, lastShown, loaded, count, isBroken, hasNextPage, hasPreviousPage, isFetching, fetchNextPage, fetchPreviousPage, refetch, qc, id]);
 
   return (
     <div className="thread">
@@ -94,7 +110,9 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
       <div className="scroller" ref={scroller} data-testid="message-scroller">
         <ol className="messages" aria-label="Messages" aria-busy={isFetchingNextPage} style={{ height: rows.getTotalSize() }}>
           {shown.map((row) => {
-            const m = messages[row.index]!;
+            const m = messages[row.index];
+            // A message let go (read again as it nears the window): its place, empty.
+            if (!m) return <li key={row.key} aria-hidden="true" style={{ transform: `translateY(${row.start}px)`, height: row.size }} />;
             const k = kind(m);
             return (
               <li
@@ -139,11 +157,14 @@ export function Thread({ id, me, team }: { id: string; me: string | undefined; t
  */
 function Announcer({ newest, me, team }: { newest: Message | undefined; me: string | undefined; team: TeamMember[] }) {
   const [said, setSaid] = useState('');
-  const first = useRef<string | undefined>(undefined);
+  // The newest message known: one later than it is news (the newest page read again after scrolling back is not).
+  const known = useRef<Message | undefined>(undefined);
   useEffect(() => {
     if (!newest) return;
-    first.current ??= newest.id;
-    if (newest.id === first.current || (newest.sender_type === 'user' && newest.sender_id === me)) return;
+    const before = known.current;
+    if (before && Date.parse(newest.created_at) <= Date.parse(before.created_at)) return;
+    known.current = newest;
+    if (!before || (newest.sender_type === 'user' && newest.sender_id === me)) return;
     setSaid(`${who(newest, me, team)}: ${newest.content}`);
     // Only a new newest message is news.
   }, [newest?.id]);

@@ -1,4 +1,4 @@
-import { useInfiniteQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
@@ -6,6 +6,7 @@ import { ErrorText } from '../../../components/ErrorText.tsx';
 import { LabelChips } from '../../../components/LabelChip.tsx';
 import { isSnoozed } from '../../../lib/cache.ts';
 import { since, useLabels, useNow } from '../../../lib/hooks.ts';
+import { broken, rowsBefore, rowsOf } from '../../../lib/paging.ts';
 import { listOptions } from '../api/queries.ts';
 import type { View } from '../api/views.ts';
 import { SearchBox, SearchResults, useSettled } from './Search.tsx';
@@ -18,8 +19,13 @@ const snoozeFormat = new Intl.DateTimeFormat([], { weekday: 'short', hour: '2-di
  * changes nothing (each change recomputes every position after it).
  */
 const ROW_ESTIMATE = 88;
-/** Rows left below the window when the next page is asked for. */
+/** Rows left below (or above) the window when the next (or the previous) page is asked for. */
 const PREFETCH_ROWS = 20;
+/**
+ * Rows drawn beyond the window's edges: few, since every row drawn is DOM the tab holds until Blink's next
+ * collection, and a scroll that jumps draws a whole new window.
+ */
+const OVERSCAN = 2;
 
 /**
  * One view's conversations, newest activity first, optionally only those carrying a label (`?label=` in
@@ -38,28 +44,41 @@ export function ConversationList({ view: shownView, selected }: { view: View; se
   const q = typed.trim() ? settled : '';
   const searchInput = useRef<HTMLInputElement>(null);
   const list = useInfiniteQuery(listOptions(view));
+  const qc = useQueryClient();
   const now = useNow();
   const navigate = useNavigate();
-  const items = useMemo(() => (list.data?.pages ?? []).flatMap((p) => p.data), [list.data]);
-  const total = list.data?.pages[0]?.pagination.total ?? items.length;
+  const items = useMemo(() => rowsOf(list.data?.pages ?? []), [list.data]);
+  // The pages let go above the window keep their place as empty rows, so the rows in view stay put.
+  const before = rowsBefore(list.data);
+  const count = before + items.length;
+  const total = list.data?.pages[0]?.pagination.total ?? count;
   const scroller = useRef<HTMLDivElement>(null);
   const rows = useVirtualizer({
-    count: items.length,
+    count,
     getScrollElement: () => scroller.current,
     estimateSize: () => ROW_ESTIMATE,
-    getItemKey: (i) => items[i]?.id ?? i,
-    overscan: 8,
+    getItemKey: (i) => items[i - before]?.id ?? i,
+    overscan: OVERSCAN,
   });
   const shown = rows.getVirtualItems();
+  const firstShown = shown[0]?.index ?? 0;
   const lastShown = shown.at(-1)?.index ?? -1;
-  const { hasNextPage, isFetchingNextPage, fetchNextPage } = list;
+  const { hasNextPage, hasPreviousPage, isFetching, fetchNextPage, fetchPreviousPage, refetch } = list;
+  const isBroken = broken(list.data);
 
   useEffect(() => {
-    if (hasNextPage && !isFetchingNextPage && lastShown >= items.length - PREFETCH_ROWS) void fetchNextPage();
-  }, [lastShown, items.length, hasNextPage, isFetchingNextPage, fetchNextPage]);
+    if (isFetching) return;
+    if (isBroken) void refetch();
+    else if (hasPreviousPage && lastShown < before && firstShown === 0) {
+      // Back at the top from far below: the head again, not every page between (read one after another).
+      void qc.resetQueries({ queryKey: listOptions(view).queryKey, exact: true });
+    } else if (hasPreviousPage && firstShown < before + PREFETCH_ROWS) void fetchPreviousPage();
+    else if (hasNextPage && lastShown >= count - PREFETCH_ROWS) void fetchNextPage();
+  }, [firstShown, lastShown, before, count, isBroken, hasNextPage, hasPreviousPage, isFetching, fetchNextPage, fetchPreviousPage, refetch, qc, view]);
 
   // The open conversation stays in the window (j and k may move past it).
-  const selectedIndex = items.findIndex((c) => c.id === selected);
+  const selectedAt = items.findIndex((c) => c.id === selected);
+  const selectedIndex = selectedAt >= 0 ? before + selectedAt : -1;
   useEffect(() => {
     if (selectedIndex >= 0) rows.scrollToIndex(selectedIndex, { align: 'auto' });
   }, [selectedIndex, rows]);
@@ -115,9 +134,11 @@ export function ConversationList({ view: shownView, selected }: { view: View; se
       {!q && list.isPending && <p className="muted">Loading conversations…</p>}
       {!q && list.isSuccess && items.length === 0 && <p className="muted">Nothing here right now.</p>}
       <div className="scroller" ref={scroller} data-testid="conversation-scroller" hidden={!!q}>
-        <ul className="conversations" style={{ height: rows.getTotalSize() }} aria-busy={isFetchingNextPage}>
+        <ul className="conversations" style={{ height: rows.getTotalSize() }} aria-busy={isFetching}>
           {shown.map((row) => {
-            const c = items[row.index]!;
+            const c = items[row.index - before];
+            // A row let go (read again as it nears the window): its place, empty.
+            if (!c) return <li key={row.key} aria-hidden="true" style={{ transform: `translateY(${row.start}px)`, height: row.size }} />;
             const waiting = c.status === 'open';
             const title = c.subject ?? `Visitor ${short(c.visitor_id)}`;
             return (
@@ -134,7 +155,7 @@ export function ConversationList({ view: shownView, selected }: { view: View; se
                   <span className="title">{title}</span>
                   <span className="last">{c.last_message ?? 'No message yet'}</span>
                   <span className="meta">
-                    {waiting ? <span className="waiting">waiting {since(c.last_message_at ?? c.created_at, now)}</span> : <span>{since(c.last_message_at ?? c.updated_at, now)}</span>}
+                    {waiting ? <span className="waiting">{`waiting ${since(c.last_message_at ?? c.created_at, now)}`}</span> : <span>{since(c.last_message_at ?? c.updated_at, now)}</span>}
                     {c.priority !== 'normal' && <span className={`priority ${c.priority}`}>{c.priority}</span>}
                     {isSnoozed(c) && (
                       <span className="snoozed">
@@ -153,7 +174,7 @@ export function ConversationList({ view: shownView, selected }: { view: View; se
             );
           })}
         </ul>
-        {isFetchingNextPage && (
+        {list.isFetchingNextPage && (
           <p className="muted more" role="status">
             Loading more conversations…
           </p>
