@@ -150,6 +150,12 @@ describe('the team app: settings in a browser', function () {
     await page.getByRole('button', { name: 'Create widget' }).click();
     await page.getByRole('heading', { name: 'Allowed domains' }).waitFor(WAIT);
     await page.getByRole('button', { name: 'Save widget' }).waitFor(WAIT);
+    // The secret the creation answered is shown once, in the snippet too, until dismissed.
+    const firstSecret = await page.locator('.shown-once code').textContent();
+    expect(firstSecret).to.match(/\S{20,}/);
+    expect(await page.locator('.copyable pre', { hasText: 'createHmac' }).textContent()).to.include(firstSecret!);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.locator('.shown-once').waitFor({ state: 'detached', ...WAIT });
     const preview = page.frameLocator('iframe[title="Preview of your chat bubble"]');
     await preview.locator('chat-widget #chat-greeting', { hasText: 'Welcome to the shop' }).waitFor(WAIT);
     await screen(page, 'Widgets', 'widgets');

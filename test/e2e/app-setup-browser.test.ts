@@ -351,6 +351,14 @@ describe('the team app: a new customer sets up in the browser', function () {
     const members = await request(rt.app).get('/api/v1/team/members').set({ Authorization: `Bearer ${ownerToken}` }).expect(200);
     const joined = (members.body.data as { email: string; name: string; role: string }[]).find((m) => m.email === invitee);
     expect(joined).to.include({ name: 'Sigrid Paddler', role: 'agent' });
+    // The link opened again while signed in: it makes a new account, so the page offers to log out first,
+    // and the same link then asks for the new account's name and password.
+    await joiner.goto(joinLink);
+    await joiner.getByText(`You are signed in as ${invitee}`).waitFor(WAIT);
+    await seriousViolations(joiner, 'an invitation opened while signed in');
+    await joiner.getByRole('button', { name: 'Log out and accept' }).click();
+    await joiner.getByLabel('Your name').waitFor(WAIT);
+    expect(joiner.url()).to.equal(joinLink);
     // The refused password (400) and the refused login (401, asked outside the browser) are the only errors.
     expect(errors.filter((e) => !/status of 400/.test(e))).to.deep.equal([]);
     expect(joinerErrors).to.deep.equal([]);

@@ -63,6 +63,7 @@ export function AppRoutes() {
         <Route path="/reports" element={later(<ReportsPage />)} />
         <Route path="/verify-email" element={later(<VerifyEmailPage />)} />
         <Route path="/reset-password" element={later(<ResetPasswordPage />)} />
+        <Route path="/accept-invitation" element={later(<AcceptInvitationPage />)} />
         <Route path="*" element={<Navigate to="/inbox/mine" replace />} />
       </Routes>
     </LiveProvider>

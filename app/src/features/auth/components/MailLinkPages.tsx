@@ -1,12 +1,13 @@
 // The pages behind the mail links (APP_URL/verify-email?token=…, /reset-password, /accept-invitation)
 // and the request for a reset mail. The token stays in the address: nothing posts it before the person
 // presses the button (mail scanners open links, and would use a single-use token up).
-import { useMutation } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useRef } from 'react';
-import { Link, useSearchParams } from 'react-router';
+import { Link, useNavigate, useSearchParams } from 'react-router';
 import { Field, FormError } from '../../../components/Form.tsx';
 import { fetchClient, isProblem, session } from '../../../lib/api.ts';
 import { useSession, useTeam } from '../../../lib/hooks.ts';
+import { logout } from '../api.ts';
 
 function linkError(error: unknown): unknown {
   // The token itself refused (used, expired, unknown): what to do next, not a field.
@@ -170,7 +171,32 @@ export function ForgotPasswordPage() {
 }
 
 export function AcceptInvitationPage() {
+  const { signedIn } = useSession();
+  return signedIn ? <InvitationWhileSignedIn /> : <AcceptInvitation />;
+}
+
+/** An invitation makes a new account: opened while signed in, the member signs out first and the link stays open. */
+function InvitationWhileSignedIn() {
+  const { me } = useTeam();
+  const qc = useQueryClient();
+  return (
+    <Card title="Join your team">
+      <p>
+        You are signed in{me ? ` as ${me.email}` : ''}. This invitation creates a new account: log out, and this page asks for the new account's name and password.
+      </p>
+      <div className="buttons">
+        <button type="button" className="primary" onClick={() => void logout(qc)}>
+          Log out and accept
+        </button>
+        <Link to="/inbox/mine">Back to the inbox</Link>
+      </div>
+    </Card>
+  );
+}
+
+function AcceptInvitation() {
   const [params] = useSearchParams();
+  const navigate = useNavigate();
   const token = params.get('token');
   const accept = useMutation({
     mutationFn: async (body: { name: string; password: string }) => {
@@ -178,8 +204,11 @@ export function AcceptInvitationPage() {
       if (error) throw error;
       return data;
     },
-    // Logged in, the app's routes change and lead to the inbox.
-    onSuccess: (tokens) => session.start(tokens),
+    // Logged in: the inbox (this page is routed for members signed in too, see InvitationWhileSignedIn).
+    onSuccess: (tokens) => {
+      session.start(tokens);
+      void navigate('/inbox/mine', { replace: true });
+    },
   });
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();

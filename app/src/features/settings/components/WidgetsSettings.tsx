@@ -10,6 +10,8 @@ const WIDGETS = '/v1/widgets';
 export default function WidgetsSettings() {
   const widgets = useQuery($api.queryOptions('get', WIDGETS, { params: { query: { limit: 100 } } }));
   const [selected, setSelected] = useState<string | 'new'>();
+  // A new widget's identity secret comes once, in the answer to its creation: shown until dismissed.
+  const [created, setCreated] = useState<{ id: string; secret: string }>();
   const list = widgets.data?.data ?? [];
   const current = selected === 'new' ? undefined : (list.find((w) => w.id === selected) ?? list[0]);
   return (
@@ -25,18 +27,29 @@ export default function WidgetsSettings() {
           <option value="new">New widget…</option>
         </select>
       </div>
-      {widgets.isPending ? <p role="status">Loading…</p> : <WidgetEditor widget={current} key={current?.id ?? 'new'} onSaved={(id) => setSelected(id)} />}
+      {widgets.isPending ? (
+        <p role="status">Loading…</p>
+      ) : (
+        <WidgetEditor
+          widget={current}
+          key={current?.id ?? 'new'}
+          onSaved={(id, secret) => {
+            setSelected(id);
+            setCreated(id && secret ? { id, secret } : undefined);
+          }}
+        />
+      )}
       {current && (
         <>
           <Domains widget={current} />
-          <Identity widget={current} />
+          <Identity widget={current} key={current.id} createdSecret={created?.id === current.id ? created.secret : undefined} onSecretDone={() => setCreated(undefined)} />
         </>
       )}
     </>
   );
 }
 
-function WidgetEditor({ widget, onSaved }: { widget: Schemas['Widget'] | undefined; onSaved: (id: string | undefined) => void }) {
+function WidgetEditor({ widget, onSaved }: { widget: Schemas['Widget'] | undefined; onSaved: (id: string | undefined, secret?: string) => void }) {
   const [name, setName] = useState(widget?.name ?? '');
   const [appearance, setAppearance] = useState<Appearance>({ ...DEFAULT_APPEARANCE, ...widget?.settings });
   const [botId, setBotId] = useState(widget?.settings.bot_id ?? '');
@@ -49,7 +62,7 @@ function WidgetEditor({ widget, onSaved }: { widget: Schemas['Widget'] | undefin
       return fetchClient.POST(WIDGETS, { body: { name, settings: { ...appearanceSettings(appearance), ...(botId ? { bot_id: botId } : {}) } } });
     },
     [WIDGETS],
-    (saved) => onSaved(saved.id),
+    (saved) => onSaved(saved.id, 'identity_secret' in saved && typeof saved.identity_secret === 'string' ? saved.identity_secret : undefined),
   );
   const remove = useAction(() => fetchClient.DELETE('/v1/widgets/{id}', { params: { path: { id: widget!.id } } }), [WIDGETS], () => onSaved(undefined));
   const submit = (e: FormEvent<HTMLFormElement>) => {
@@ -141,8 +154,9 @@ const userHash = createHmac('sha256', process.env.CHAT_IDENTITY_SECRET ?? '${sec
 // In the page: <script src="${location.origin}/widget.js" data-widget-id="${widgetId}"
 //   data-user-email="\${user.email}" data-user-hash="\${userHash}" async></script>`;
 
-function Identity({ widget }: { widget: Schemas['Widget'] }) {
-  const [secret, setSecret] = useState<string>();
+function Identity({ widget, createdSecret, onSecretDone }: { widget: Schemas['Widget']; createdSecret: string | undefined; onSecretDone: () => void }) {
+  const [rotated, setSecret] = useState<string>();
+  const secret = rotated ?? createdSecret;
   const rotate = useAction(() => fetchClient.POST('/v1/widgets/{id}/identity-secret', { params: { path: { id: widget.id } } }), [WIDGETS], (s) => setSecret(s.identity_secret));
   const require = useAction((on: boolean) => fetchClient.PATCH('/v1/widgets/{id}', { params: { path: { id: widget.id } }, body: { identity_required: on } }), [WIDGETS]);
   const required = useChosen<boolean>();
@@ -170,7 +184,16 @@ function Identity({ widget }: { widget: Schemas['Widget'] }) {
         </button>
       </div>
       <FormError error={rotate.error ?? require.error} fields={[]} />
-      {secret && <ShownOnce label="Identity secret" value={secret} onDone={() => setSecret(undefined)} />}
+      {secret && (
+        <ShownOnce
+          label="Identity secret"
+          value={secret}
+          onDone={() => {
+            setSecret(undefined);
+            onSecretDone();
+          }}
+        />
+      )}
       <h3>Server snippet</h3>
       <Copyable value={snippet(secret ?? 'your identity secret', widget.id)} label="Server snippet" multiline />
     </section>
