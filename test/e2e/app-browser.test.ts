@@ -613,14 +613,14 @@ describe('the team app in a browser', function () {
     expect(errors).to.deep.equal([]);
   });
 
-  /** The numbers of the rows a windowed list has in the DOM ("Message 12" → 12), in order. */
-  const numbers = async (rows: ReturnType<Page['locator']>) => (await rows.allTextContents()).map((t) => Number(/(\d+)$/.exec(t)?.[1]));
-  const consecutive = (ns: number[]) => ns.every((n, i) => i === 0 || n === ns[i - 1]! + 1);
-
-  it('a long thread is windowed: its newest page first, earlier pages as the member scrolls up or asks, in order, with only the rows in view in the page', async () => {
+  /**
+   * A visitor's conversation of `length` messages ("Message 0" …), opened in the app by its owner; `pages`
+   * collects the page size of every read of its messages.
+   */
+  async function openLongThread(length: number) {
     const t = await createTenant();
     const { conversationId, token } = await startVisitorConversation(t, 'Message 0');
-    for (let i = 1; i < 200; i++) {
+    for (let i = 1; i < length; i++) {
       await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conversationId, content: `Message ${i}` }).expect(201);
     }
     const { page, errors } = await appPage(await browser());
@@ -630,6 +630,15 @@ describe('the team app in a browser', function () {
     });
     await logIn(page, t.owner.email);
     await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+    return { conversationId, token, page, errors, pages };
+  }
+
+  /** The numbers of the rows a windowed list has in the DOM ("Message 12" → 12), in order. */
+  const numbers = async (rows: ReturnType<Page['locator']>) => (await rows.allTextContents()).map((t) => Number(/(\d+)$/.exec(t)?.[1]));
+  const consecutive = (ns: number[]) => ns.every((n, i) => i === 0 || n === ns[i - 1]! + 1);
+
+  it('a long thread is windowed: its newest page first, earlier pages as the member scrolls up or asks, in order, with only the rows in view in the page', async () => {
+    const { conversationId, token, page, errors, pages } = await openLongThread(200);
     const newest = page.locator('.messages li .text').getByText('Message 199', { exact: true });
     await newest.waitFor(WAIT);
     const rows = page.locator('.messages li .text');
@@ -764,18 +773,7 @@ describe('the team app in a browser', function () {
   });
 
   it('a thread scrolled far back lets its newest pages go and reads them again on the way down, a new message at the end', async () => {
-    const t = await createTenant();
-    const { conversationId, token } = await startVisitorConversation(t, 'Message 0');
-    for (let i = 1; i < 300; i++) {
-      await request(rt.app).post('/api/v1/messages').set(bearer(t.owner.accessToken)).send({ conversation_id: conversationId, content: `Message ${i}` }).expect(201);
-    }
-    const { page, errors } = await appPage(await browser());
-    const pages: string[] = [];
-    page.on('request', (r) => {
-      if (r.url().includes(`/api/v1/messages/${conversationId}?`)) pages.push(new URL(r.url()).searchParams.get('limit')!);
-    });
-    await logIn(page, t.owner.email);
-    await page.goto(`${api}/app/inbox/unassigned/${conversationId}`);
+    const { conversationId, token, page, errors, pages } = await openLongThread(300);
     await page.locator('.messages li .text').getByText('Message 299', { exact: true }).waitFor(WAIT);
     const rows = page.locator('.messages li .text');
     const scroller = page.getByTestId('message-scroller');
