@@ -30,8 +30,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 25_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 6_000);
 // Facts on and off in turns, balanced (each setting as often first as second), in short phases: the load
-// of whatever else runs on the machine changes over tens of seconds, more than the facts' cost when the
-// phases were six of 12 s; twelve of 6 s share that drift out between both settings more evenly.
+// of whatever else runs on the machine changes over tens of seconds, by more than the facts cost, and many
+// short phases share that drift out between both settings more evenly than a few long ones.
 const TURNS = ['on', 'off', 'off', 'on', 'on', 'off', 'off', 'on', 'on', 'off', 'off', 'on'] as const;
 const SPAN_DAYS = 365;
 const ZONE = 'Europe/Berlin';
@@ -208,8 +208,8 @@ async function main() {
     seedSeconds = (Date.now() - seedStarted) / 1000;
   }
   // What autovacuum does in production, done here: the development cluster may run without it, and a reused
-  // tenant then carries every earlier run's dead rows (the pending facts churn one insert and one delete per
-  // fact; reads slowed from about 190 to 250-310 ms p99 over a few reused runs before this).
+  // tenant would then carry every earlier run's dead rows (the pending facts churn one insert and one delete
+  // per fact).
   await sql`vacuum analyze conversations, messages, report_facts, report_facts_pending, report_daily, report_daily_grid, conversation_labels, conversation_facts`.execute(db.db);
   // A login of its own: the one of the sign-up may have expired while seeding.
   const token = await login(email);

@@ -7,7 +7,7 @@ import { PGliteThreadPool } from './pglite-thread.ts';
 // The start of the embedded database on its thread, apart from the rest of src/db (Kysely, pg, the
 // prepared statements): src/server.ts imports only this before it loads the service, so PGlite's
 // thread is spawned within milliseconds and opens its directory while the service's modules load.
-// Reached through database.ts, the spawn waited for that whole import graph (about a second of a restart).
+// Reached through database.ts, the spawn would wait for that whole import graph.
 
 /** Where the embedded database lives: `pglite://memory` (none), `pglite://<dir>`, else DATA_DIR/pglite. */
 export function embeddedDataDir(databaseUrl: string | undefined, dataDir: string): string | undefined {
