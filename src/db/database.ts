@@ -1,12 +1,9 @@
-import { mkdir } from 'node:fs/promises';
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 import { TransactionAbortedError, isConnectTimeout, isConnectionError, isLostConnection } from './errors.ts';
-import { type EmbeddedStart, embeddedDataDir, startEmbeddedThread } from './embedded.ts';
+import { claimDataDir, type EmbeddedStart, embeddedDataDir, startEmbeddedThread } from './embedded.ts';
 import { statementName } from './prepared.ts';
-import { lockDataDir } from './data-dir-lock.ts';
-import { seedFromTemplate } from './pglite-template.ts';
 import { TIMESTAMPTZ_OID, parseTimestamptz } from './timestamps.ts';
 
 // The roles the migrations create (see the first migration); repeated here because migrations import
@@ -381,10 +378,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // As below: closed here too, in case Kysely never connected.
     return { ...database, close: () => database.close().then(() => pool.end()).finally(() => lock?.release()) };
   }
-  if (dataDir) await mkdir(dataDir, { recursive: true });
-  const lock = dataDir ? await lockDataDir(dataDir) : undefined;
+  const lock = await claimDataDir(dataDir, options.template);
   try {
-    if (dataDir && options.template) await seedFromTemplate(dataDir);
     // Loaded only here: with PGlite on its thread, the service's own thread never loads it.
     const [{ PGlite }, { pg_trgm }, { PGlitePool }] = await Promise.all([
       import('@electric-sql/pglite'),

@@ -16,6 +16,23 @@ export function embeddedDataDir(databaseUrl: string | undefined, dataDir: string
   return resolve(join(dataDir, 'pglite'));
 }
 
+/**
+ * Makes the data directory, takes its lock (one process per directory) and, when it is empty and asked to,
+ * fills it from the template; answers the lock (none in memory). On failure the lock is released.
+ */
+export async function claimDataDir(dataDir: string | undefined, template: boolean | undefined): Promise<DataDirLock | undefined> {
+  if (!dataDir) return undefined;
+  await mkdir(dataDir, { recursive: true });
+  const lock = await lockDataDir(dataDir);
+  try {
+    if (template) await seedFromTemplate(dataDir);
+    return lock;
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
 export interface EmbeddedStart {
   lock: DataDirLock | undefined;
   /** The database open on its thread; if it fails to open, the lock is released first. */
@@ -31,10 +48,8 @@ export interface EmbeddedStart {
  */
 export async function startEmbeddedThread(options: { dataDir: string | undefined; template?: boolean | undefined; namedStatements: boolean }): Promise<EmbeddedStart> {
   const { dataDir } = options;
-  if (dataDir) await mkdir(dataDir, { recursive: true });
-  const lock = dataDir ? await lockDataDir(dataDir) : undefined;
+  const lock = await claimDataDir(dataDir, options.template);
   try {
-    if (dataDir && options.template) await seedFromTemplate(dataDir);
     const opened = PGliteThreadPool.open({ dataDir, namedStatements: options.namedStatements }).catch(async (err: unknown) => {
       await lock?.release();
       throw err;
