@@ -154,6 +154,8 @@ describe('the team app: settings in a browser', function () {
     const firstSecret = await page.locator('.shown-once code').textContent();
     expect(firstSecret).to.match(/\S{20,}/);
     expect(await page.locator('.copyable pre', { hasText: 'createHmac' }).textContent()).to.include(firstSecret!);
+    await noSeriousViolation(page, 'Widgets, the secret of a widget just made');
+    await shoot(page, 'settings-widgets-created-secret', { fullPage: true });
     await page.getByRole('button', { name: 'Done' }).click();
     await page.locator('.shown-once').waitFor({ state: 'detached', ...WAIT });
     const preview = page.frameLocator('iframe[title="Preview of your chat bubble"]');

@@ -356,6 +356,7 @@ describe('the team app: a new customer sets up in the browser', function () {
     await joiner.goto(joinLink);
     await joiner.getByText(`You are signed in as ${invitee}`).waitFor(WAIT);
     await seriousViolations(joiner, 'an invitation opened while signed in');
+    await shoot(joiner, 'invitation-while-signed-in');
     await joiner.getByRole('button', { name: 'Log out and accept' }).click();
     await joiner.getByLabel('Your name').waitFor(WAIT);
     expect(joiner.url()).to.equal(joinLink);
