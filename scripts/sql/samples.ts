@@ -493,8 +493,17 @@ export const samples: Record<string, Record<string, unknown>> = {
     },
     factGrid: { cases: { 'per hour': [{ tenantId: 'tn', start: NOW, end: NOW }, { unit: 'hour', timeZone: 'UTC' }] } },
     rollupTotals: { cases: { summary: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }, false] } },
-    rollupGrid: { cases: { 'per day': [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'label', key: 'lbl' }, true] } },
     rollupDailyPercentiles: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }],
+    lockRollupsShared: ['tn'],
+    cacheBlocks: [{ tenantId: 'tn', dimension: 'label', key: 'lbl' }, [{ first: '2026-01-04', last: '2026-01-07' }, { first: '2026-01-08', last: '2026-01-15' }]],
+    blockGrid: {
+      cases: {
+        'blocks and days': [{ tenantId: 'tn', dimension: 'tenant', key: '' }, { blocks: [{ first: '2026-01-04', last: '2026-01-07' }], days: [{ first: '2026-01-01', last: '2026-01-03' }] }],
+        'days only': [{ tenantId: 'tn', dimension: 'tenant', key: '' }, { blocks: [], days: [{ first: '2026-01-01', last: '2026-01-03' }] }],
+      },
+    },
+    cachedDailyPercentiles: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }],
+    cacheDailyPercentiles: { args: [{ tenantId: 'tn', dimension: 'tenant', key: '' }, ['2026-01-01', '2026-01-02']], rows: [1, 1] },
     tenantTimeZone: ['tn'],
     foldPendingFacts: ['tn'],
     tenantsWithPendingFacts: [100],

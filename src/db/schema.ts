@@ -108,6 +108,9 @@ export interface DB {
   conversation_facts: ConversationFactsTable;
   report_daily: ReportDailyTable;
   report_daily_grid: ReportDailyGridTable;
+  report_day_ranks: ReportDayRanksTable;
+  report_blocks: ReportBlocksTable;
+  report_block_grid: ReportBlockGridTable;
 }
 
 export type Tenant = Selectable<TenantsTable>;
@@ -669,6 +672,41 @@ export interface ReportDailyGridTable {
   dimension: string;
   key: string;
   day: ColumnType<Date, string, string>;
+  business: boolean;
+  grid: number;
+  n: number;
+}
+
+/** What a daily series reads of a past day, cached (migration 2026-12-03T09-00-00): the ranks of its median and p90. */
+export interface ReportDayRanksTable {
+  tenant_id: string;
+  kind: string;
+  dimension: string;
+  key: string;
+  day: ColumnType<Date, string, string>;
+  total: number;
+  median_lo: number | null;
+  median_hi: number | null;
+  p90_lo: number | null;
+  p90_hi: number | null;
+}
+
+/** A block of past days whose grid counts are cached in report_block_grid. */
+export interface ReportBlocksTable {
+  tenant_id: string;
+  dimension: string;
+  key: string;
+  first_day: ColumnType<Date, string, string>;
+  last_day: ColumnType<Date, string, string>;
+}
+
+export interface ReportBlockGridTable {
+  tenant_id: string;
+  dimension: string;
+  key: string;
+  first_day: ColumnType<Date, string, string>;
+  last_day: ColumnType<Date, string, string>;
+  kind: string;
   business: boolean;
   grid: number;
   n: number;

@@ -111,29 +111,6 @@ group by
   r.kind,
   2;
 
--- report.rollupGrid (per day)
-select
-  g.kind,
-  to_char(g.day, 'YYYY-MM-DD') as bucket,
-  g.business,
-  g.grid,
-  sum(g.n)::bigint as n
-from
-  report_daily_grid g
-where
-  g.tenant_id = $1
-  and g.kind = any (array[$2, $3, $4, $5]::text[])
-  and g.dimension = $6
-  and g.key = $7
-  and g.day between $8::date and $9::date
-group by
-  g.kind,
-  2,
-  g.business,
-  g.grid
-having
-  sum(g.n) > 0;
-
 -- report.rollupDailyPercentiles
 select
   k.kind,
@@ -194,6 +171,436 @@ from
     group by
       c.day
   ) as p;
+
+-- report.lockRollupsShared
+select
+  pg_advisory_xact_lock_shared(1919251556, hashtext ($1) & 2147483647);
+
+-- report.cacheBlocks
+with
+  marks as (
+    insert into
+      report_blocks (tenant_id, dimension, key, first_day, last_day)
+    select
+      $1,
+      $2,
+      $3,
+      w.first_day,
+      w.last_day
+    from
+      (
+        values
+          ($4::date, $5::date),
+          ($6::date, $7::date)
+      ) as w (first_day, last_day)
+    on conflict do nothing
+    returning
+      first_day,
+      last_day
+  )
+insert into
+  report_block_grid (
+    tenant_id,
+    dimension,
+    key,
+    first_day,
+    last_day,
+    kind,
+    business,
+    grid,
+    n
+  )
+select
+  $8,
+  $9,
+  $10,
+  m.first_day,
+  m.last_day,
+  g.kind,
+  g.business,
+  g.grid,
+  sum(g.n)
+from
+  marks m
+  join report_daily_grid g on g.tenant_id = $11
+  and g.kind = any (array[$12, $13, $14, $15]::text[])
+  and g.dimension = $16
+  and g.key = $17
+  and g.day between m.first_day and m.last_day
+group by
+  m.first_day,
+  m.last_day,
+  g.kind,
+  g.business,
+  g.grid
+having
+  sum(g.n) <> 0;
+
+-- report.blockGrid (blocks and days)
+with
+  blocks as (
+    select
+      w.first_day,
+      w.last_day,
+      exists (
+        select
+          1
+        from
+          report_blocks b
+        where
+          b.tenant_id = $1
+          and b.dimension = $2
+          and b.key = $3
+          and b.first_day = w.first_day
+          and b.last_day = w.last_day
+      ) as cached
+    from
+      (
+        values
+          ($4::date, $5::date)
+      ) as w (first_day, last_day)
+    where
+      w.first_day is not null
+  ),
+  counted as (
+    select
+      bg.kind,
+      bg.business,
+      bg.grid,
+      bg.n
+    from
+      blocks w
+      join report_block_grid bg on bg.tenant_id = $6
+      and bg.dimension = $7
+      and bg.key = $8
+      and bg.first_day = w.first_day
+      and bg.last_day = w.last_day
+    where
+      w.cached
+    union all
+    select
+      g.kind,
+      g.business,
+      g.grid,
+      g.n
+    from
+      (
+        values
+          ($9::date, $10::date)
+      ) as w (first_day, last_day)
+      join report_daily_grid g on g.tenant_id = $11
+      and g.kind = any (array[$12, $13, $14, $15]::text[])
+      and g.dimension = $16
+      and g.key = $17
+      and g.day between w.first_day and w.last_day
+  )
+select
+  x.kind,
+  null::text as bucket,
+  x.business,
+  x.grid,
+  sum(x.n)::bigint as n,
+  null::text as missing_first,
+  null::text as missing_last
+from
+  counted x
+group by
+  x.kind,
+  x.business,
+  x.grid
+having
+  sum(x.n) > 0
+union all
+select
+  null,
+  null,
+  null,
+  null,
+  null,
+  to_char(w.first_day, 'YYYY-MM-DD'),
+  to_char(w.last_day, 'YYYY-MM-DD')
+from
+  blocks w
+where
+  not w.cached;
+
+-- report.blockGrid (days only)
+with
+  blocks as (
+    select
+      w.first_day,
+      w.last_day,
+      exists (
+        select
+          1
+        from
+          report_blocks b
+        where
+          b.tenant_id = $1
+          and b.dimension = $2
+          and b.key = $3
+          and b.first_day = w.first_day
+          and b.last_day = w.last_day
+      ) as cached
+    from
+      (
+        values
+          (null::date, null::date)
+      ) as w (first_day, last_day)
+    where
+      w.first_day is not null
+  ),
+  counted as (
+    select
+      bg.kind,
+      bg.business,
+      bg.grid,
+      bg.n
+    from
+      blocks w
+      join report_block_grid bg on bg.tenant_id = $4
+      and bg.dimension = $5
+      and bg.key = $6
+      and bg.first_day = w.first_day
+      and bg.last_day = w.last_day
+    where
+      w.cached
+    union all
+    select
+      g.kind,
+      g.business,
+      g.grid,
+      g.n
+    from
+      (
+        values
+          ($7::date, $8::date)
+      ) as w (first_day, last_day)
+      join report_daily_grid g on g.tenant_id = $9
+      and g.kind = any (array[$10, $11, $12, $13]::text[])
+      and g.dimension = $14
+      and g.key = $15
+      and g.day between w.first_day and w.last_day
+  )
+select
+  x.kind,
+  null::text as bucket,
+  x.business,
+  x.grid,
+  sum(x.n)::bigint as n,
+  null::text as missing_first,
+  null::text as missing_last
+from
+  counted x
+group by
+  x.kind,
+  x.business,
+  x.grid
+having
+  sum(x.n) > 0
+union all
+select
+  null,
+  null,
+  null,
+  null,
+  null,
+  to_char(w.first_day, 'YYYY-MM-DD'),
+  to_char(w.last_day, 'YYYY-MM-DD')
+from
+  blocks w
+where
+  not w.cached;
+
+-- report.cachedDailyPercentiles
+select
+  r.kind,
+  to_char(r.day, 'YYYY-MM-DD') as bucket,
+  r.total,
+  r.median_lo,
+  r.median_hi,
+  r.p90_lo,
+  r.p90_hi
+from
+  report_day_ranks r
+where
+  r.tenant_id = $1
+  and r.kind = any (array[$2, $3, $4, $5]::text[])
+  and r.dimension = $6
+  and r.key = $7
+  and r.day between $8::date and $9::date;
+
+-- report.cacheDailyPercentiles [1/2]
+select
+  k.kind,
+  p.bucket,
+  p.total,
+  p.median_lo,
+  p.median_hi,
+  p.p90_lo,
+  p.p90_hi
+from
+  unnest(array[$1, $2, $3, $4]::text[]) as k (kind)
+  cross join lateral (
+    select
+      to_char(c.day, 'YYYY-MM-DD') as bucket,
+      max(c.total)::bigint as total,
+      min(c.grid) filter (
+        where
+          c.upto > floor(0.5::float8 * (c.total - 1))
+      )::bigint as median_lo,
+      min(c.grid) filter (
+        where
+          c.upto > ceil(0.5::float8 * (c.total - 1))
+      )::bigint as median_hi,
+      min(c.grid) filter (
+        where
+          c.upto > floor(0.9::float8 * (c.total - 1))
+      )::bigint as p90_lo,
+      min(c.grid) filter (
+        where
+          c.upto > ceil(0.9::float8 * (c.total - 1))
+      )::bigint as p90_hi
+    from
+      (
+        select
+          g.day,
+          g.grid,
+          sum(g.n) over (
+            partition by
+              g.day
+            order by
+              g.grid
+          ) as upto,
+          sum(g.n) over (
+            partition by
+              g.day
+          ) as total
+        from
+          report_daily_grid g
+        where
+          g.tenant_id = $5
+          and g.kind = k.kind
+          and g.dimension = $6
+          and g.key = $7
+          and g.day between $8::date and $9::date
+          and not g.business
+          and g.n > 0
+      ) as c
+    group by
+      c.day
+  ) as p;
+
+-- report.cacheDailyPercentiles [2/2]
+insert into
+  report_day_ranks (
+    tenant_id,
+    kind,
+    dimension,
+    key,
+    day,
+    total,
+    median_lo,
+    median_hi,
+    p90_lo,
+    p90_hi
+  )
+select
+  $1,
+  v.kind,
+  $2,
+  $3,
+  v.day,
+  v.total,
+  v.median_lo,
+  v.median_hi,
+  v.p90_lo,
+  v.p90_hi
+from
+  (
+    values
+      (
+        $4::date,
+        $5::text,
+        $6::bigint,
+        $7::bigint,
+        $8::bigint,
+        $9::bigint,
+        $10::bigint
+      ),
+      (
+        $11::date,
+        $12::text,
+        $13::bigint,
+        $14::bigint,
+        $15::bigint,
+        $16::bigint,
+        $17::bigint
+      ),
+      (
+        $18::date,
+        $19::text,
+        $20::bigint,
+        $21::bigint,
+        $22::bigint,
+        $23::bigint,
+        $24::bigint
+      ),
+      (
+        $25::date,
+        $26::text,
+        $27::bigint,
+        $28::bigint,
+        $29::bigint,
+        $30::bigint,
+        $31::bigint
+      ),
+      (
+        $32::date,
+        $33::text,
+        $34::bigint,
+        $35::bigint,
+        $36::bigint,
+        $37::bigint,
+        $38::bigint
+      ),
+      (
+        $39::date,
+        $40::text,
+        $41::bigint,
+        $42::bigint,
+        $43::bigint,
+        $44::bigint,
+        $45::bigint
+      ),
+      (
+        $46::date,
+        $47::text,
+        $48::bigint,
+        $49::bigint,
+        $50::bigint,
+        $51::bigint,
+        $52::bigint
+      ),
+      (
+        $53::date,
+        $54::text,
+        $55::bigint,
+        $56::bigint,
+        $57::bigint,
+        $58::bigint,
+        $59::bigint
+      )
+  ) as v (
+    day,
+    kind,
+    total,
+    median_lo,
+    median_hi,
+    p90_lo,
+    p90_hi
+  )
+on conflict do nothing;
 
 -- report.tenantTimeZone
 select

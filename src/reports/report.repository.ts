@@ -4,7 +4,9 @@ import type { Tx } from '../db/database.ts';
 // The read side of reports, two ways to the same figures (DESIGN 18):
 // - rollups (report_daily, report_daily_grid): per day of the tenant's time zone, per tenant,
 //   department, agent or label, folded from the facts waiting for them before a report reads them (and
-//   by a job); what a daily report in that zone with at most one filter reads;
+//   by a job); what a daily report in that zone with at most one filter reads; past days' grid counts
+//   through two caches (migration 2026-12-03T09-00-00): blocks of days for a summary, ranks per day for
+//   a daily series;
 // - facts (report_facts, index on tenant, kind, time): any other zone, hours, several filters at once;
 //   the kinds are named so that the index's time range applies under each (else it reads them all).
 // Both answer the same shapes: totals per kind (and bucket) and counts per grid value (src/reports/grid.ts).
@@ -106,20 +108,6 @@ export async function rollupTotals(trx: Tx, filter: RollupFilter, perDay: boolea
   return rows;
 }
 
-/** Grid counts from the daily rollups (per day when `perDay`). */
-export async function rollupGrid(trx: Tx, filter: RollupFilter, perDay: boolean): Promise<GridCount[]> {
-  const bucket = perDay ? sql`to_char(g.day, 'YYYY-MM-DD')` : sql`null::text`;
-  const { rows } = await sql<GridCount>`
-    select g.kind, ${bucket} as bucket, g.business, g.grid, sum(g.n)::bigint as n
-    from report_daily_grid g
-    where g.tenant_id = ${filter.tenantId} and g.kind = any(${kinds(DURATION_KINDS)}) and g.dimension = ${filter.dimension} and g.key = ${filter.key}
-      and g.day between ${filter.firstDay}::date and ${filter.lastDay}::date
-    group by g.kind, 2, g.business, g.grid
-    having sum(g.n) > 0
-  `.execute(trx);
-  return rows;
-}
-
 /** Per kind and day: the count on the grid and the grid values at the ranks a median and a p90 interpolate between. */
 export interface DailyPercentiles {
   kind: string;
@@ -159,6 +147,130 @@ export async function rollupDailyPercentiles(trx: Tx, filter: RollupFilter): Pro
     ) as p
   `.execute(trx);
   return rows;
+}
+
+/** A tenant's rollups of one dimension and key (the tenant's own: dimension 'tenant', key ''). */
+export type RollupScope = Pick<RollupFilter, 'tenantId' | 'dimension' | 'key'>;
+
+/** Local days, both included (YYYY-MM-DD). */
+export interface Span {
+  first: string;
+  last: string;
+}
+
+const spanValues = (spans: Span[]) => sql.join(spans.map((s) => sql`(${s.first}::date, ${s.last}::date)`));
+
+/**
+ * The rollups' lock of the tenant, shared (migration 2026-12-03T09-00-00): every writer of the rollups
+ * holds it exclusively, so what is computed and cached after it is taken is what the rollups hold at commit.
+ */
+export async function lockRollupsShared(trx: Tx, tenantId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock_shared(1919251556, hashtext(${tenantId}) & 2147483647)`.execute(trx);
+}
+
+/**
+ * Caches the grid counts of these blocks of days, summed from the daily grid (under lockRollupsShared).
+ * A block another read cached meanwhile is left as it is: both counted the same rollups.
+ */
+export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: Span[]): Promise<void> {
+  if (blocks.length === 0) return;
+  await sql`
+    with marks as (
+      insert into report_blocks (tenant_id, dimension, key, first_day, last_day)
+      select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, w.first_day, w.last_day
+      from (values ${spanValues(blocks)}) as w (first_day, last_day)
+      on conflict do nothing
+      returning first_day, last_day
+    )
+    insert into report_block_grid (tenant_id, dimension, key, first_day, last_day, kind, business, grid, n)
+    select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, m.first_day, m.last_day, g.kind, g.business, g.grid, sum(g.n)
+    from marks m
+    join report_daily_grid g on g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)})
+      and g.dimension = ${scope.dimension} and g.key = ${scope.key} and g.day between m.first_day and m.last_day
+    group by m.first_day, m.last_day, g.kind, g.business, g.grid
+    having sum(g.n) <> 0
+  `.execute(trx);
+}
+
+/**
+ * Grid counts of a range made of blocks of days, read from their cache, and of days read from the daily
+ * grid; and which of the blocks are not cached (their counts are then missing from the answer). One
+ * statement, so that a block's mark and its counts are read from one snapshot: a fold deletes both.
+ */
+export async function blockGrid(trx: Tx, scope: RollupScope, spans: { blocks: Span[]; days: Span[] }): Promise<{ grid: GridCount[]; missing: Span[] }> {
+  if (spans.blocks.length === 0 && spans.days.length === 0) return { grid: [], missing: [] };
+  const none = sql`(null::date, null::date)`;
+  const { rows } = await sql<GridCount & { missing_first: string | null; missing_last: string | null }>`
+    with blocks as (
+      select w.first_day, w.last_day, exists (
+        select 1 from report_blocks b
+        where b.tenant_id = ${scope.tenantId} and b.dimension = ${scope.dimension} and b.key = ${scope.key}
+          and b.first_day = w.first_day and b.last_day = w.last_day
+      ) as cached
+      from (values ${spans.blocks.length === 0 ? none : spanValues(spans.blocks)}) as w (first_day, last_day)
+      where w.first_day is not null
+    ),
+    counted as (
+      select bg.kind, bg.business, bg.grid, bg.n
+      from blocks w
+      join report_block_grid bg on bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
+        and bg.first_day = w.first_day and bg.last_day = w.last_day
+      where w.cached
+      union all
+      select g.kind, g.business, g.grid, g.n
+      from (values ${spans.days.length === 0 ? none : spanValues(spans.days)}) as w (first_day, last_day)
+      join report_daily_grid g on g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)})
+        and g.dimension = ${scope.dimension} and g.key = ${scope.key} and g.day between w.first_day and w.last_day
+    )
+    select x.kind, null::text as bucket, x.business, x.grid, sum(x.n)::bigint as n, null::text as missing_first, null::text as missing_last
+    from counted x
+    group by x.kind, x.business, x.grid
+    having sum(x.n) > 0
+    union all
+    select null, null, null, null, null, to_char(w.first_day, 'YYYY-MM-DD'), to_char(w.last_day, 'YYYY-MM-DD')
+    from blocks w where not w.cached
+  `.execute(trx);
+  return {
+    grid: rows.filter((r) => r.missing_first === null).map(({ missing_first: _f, missing_last: _l, ...g }) => g),
+    missing: rows.filter((r) => r.missing_first !== null).map((r) => ({ first: r.missing_first!, last: r.missing_last! })),
+  };
+}
+
+/** The cached ranks of the days of a range, per kind (days with no duration of a kind answer total 0). */
+export async function cachedDailyPercentiles(trx: Tx, filter: RollupFilter): Promise<DailyPercentiles[]> {
+  const { rows } = await sql<DailyPercentiles>`
+    select r.kind, to_char(r.day, 'YYYY-MM-DD') as bucket, r.total, r.median_lo, r.median_hi, r.p90_lo, r.p90_hi
+    from report_day_ranks r
+    where r.tenant_id = ${filter.tenantId} and r.kind = any(${kinds(DURATION_KINDS)}) and r.dimension = ${filter.dimension} and r.key = ${filter.key}
+      and r.day between ${filter.firstDay}::date and ${filter.lastDay}::date
+  `.execute(trx);
+  return rows;
+}
+
+/**
+ * Caches the ranks of these days, every duration kind, from the daily grid (under lockRollupsShared): a
+ * day with no duration of a kind is cached as total 0. A day another read cached meanwhile is left.
+ * Answers the ranks it computed (none for a kind with no duration that day).
+ */
+export async function cacheDailyPercentiles(trx: Tx, scope: RollupScope, days: string[]): Promise<DailyPercentiles[]> {
+  if (days.length === 0) return [];
+  const sorted = [...days].sort();
+  const ranked = await rollupDailyPercentiles(trx, { ...scope, firstDay: sorted[0]!, lastDay: sorted.at(-1)! });
+  const at = new Map(ranked.map((r) => [`${r.bucket}|${r.kind}`, r]));
+  const rows = sorted.flatMap((day) =>
+    DURATION_KINDS.map((kind) => {
+      const r = at.get(`${day}|${kind}`);
+      return sql`(${day}::date, ${kind}::text, ${r?.total ?? 0}::bigint, ${r?.median_lo ?? null}::bigint, ${r?.median_hi ?? null}::bigint, ${r?.p90_lo ?? null}::bigint, ${r?.p90_hi ?? null}::bigint)`;
+    }),
+  );
+  await sql`
+    insert into report_day_ranks (tenant_id, kind, dimension, key, day, total, median_lo, median_hi, p90_lo, p90_hi)
+    select ${scope.tenantId}, v.kind, ${scope.dimension}, ${scope.key}, v.day, v.total, v.median_lo, v.median_hi, v.p90_lo, v.p90_hi
+    from (values ${sql.join(rows)}) as v (day, kind, total, median_lo, median_hi, p90_lo, p90_hi)
+    on conflict do nothing
+  `.execute(trx);
+  const wanted = new Set(days);
+  return ranked.filter((r) => wanted.has(r.bucket));
 }
 
 export async function tenantTimeZone(trx: Tx, tenantId: string): Promise<string> {

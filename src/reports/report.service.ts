@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api.ts';
 import type { Database, Tx } from '../db/database.ts';
-import { dayNumberOf, instantOf, isTimeZone } from '../hours/schedule.ts';
+import { dayNumberOf, instantOf, isTimeZone, localDayOf } from '../hours/schedule.ts';
 import { invalidInput } from '../shared/errors.ts';
 import type { Principal } from '../shared/principal.ts';
 import { interpolated, percentileOf } from './grid.ts';
@@ -121,6 +121,34 @@ export function pointsOf(first: number, last: number, timeZone: string, unit: 'd
   return points;
 }
 
+/** Sizes of the blocks of days whose grid counts are cached, largest first (blocks start at a multiple of their size). */
+const BLOCK_SIZES = [256, 128, 64, 32, 16, 8, 4];
+
+/**
+ * A range of days as blocks (aligned: a block of N days starts on a day number that is a multiple of N)
+ * and the days left between and around them, as runs; blocks only up to `lastBlockDay`, the days after
+ * it are all days. Summing a few blocks and a few days reads far fewer grid rows than every day.
+ */
+export function spansOf(first: number, lastBlockDay: number, last: number): { blocks: [number, number][]; days: [number, number][] } {
+  const blocks: [number, number][] = [];
+  const days: [number, number][] = [];
+  const day = (d: number) => {
+    const run = days.at(-1);
+    if (run && run[1] === d - 1) run[1] = d;
+    else days.push([d, d]);
+  };
+  let p = first;
+  while (p <= last) {
+    const end = Math.min(last, lastBlockDay);
+    const size = BLOCK_SIZES.find((s) => p % s === 0 && p + s - 1 <= end);
+    if (size) {
+      blocks.push([p, p + size - 1]);
+      p += size;
+    } else day(p++);
+  }
+  return { blocks, days };
+}
+
 /** Which path answers: rollups where they can (the default), or always the facts (to compare them). */
 export type ReportRead = 'rollups' | 'facts';
 
@@ -150,18 +178,61 @@ export class ReportService {
     if (this.#read === 'rollups' && unit !== 'hour' && timeZone === tenantZone && filters.length <= 1) {
       const [dimension, key] = filters[0] ?? (['tenant', ''] as const);
       const filter = { tenantId: principal.tenantId, firstDay: dayKey(range.first), lastDay: dayKey(range.last), dimension, key };
+      // Past days' figures are read from their caches (filled here where missing), today's and later ones
+      // from the rollups: a day's facts land on it while it is today, and a cache of it would go at once.
+      // Today is the app's clock's (new Date(), as the facts are dated).
+      const lastPast = Math.min(range.last, localDayOf(new Date().getTime(), timeZone) - 1);
       if (unit === 'day') {
         // A series shows each day's median and p90 only (no business hours): ranked in SQL.
-        const [totals, ranked] = [await repo.rollupTotals(trx, filter, true), await repo.rollupDailyPercentiles(trx, filter)];
+        const totals = await repo.rollupTotals(trx, filter, true);
+        const ranked = await this.#dailyRanks(trx, filter, range.first, lastPast, range.last);
         return { timeZone, range, of: index(totals, [], ranked), path: 'rollups' as const };
       }
-      const [totals, grid] = [await repo.rollupTotals(trx, filter, false), await repo.rollupGrid(trx, filter, false)];
+      const totals = await repo.rollupTotals(trx, filter, false);
+      const grid = await this.#grid(trx, filter, spansOf(range.first, lastPast, range.last));
       return { timeZone, range, of: index(totals, grid), path: 'rollups' as const };
     }
     const filter = { tenantId: principal.tenantId, start: range.start, end: range.end, departmentId: query.department_id, agentId: query.agent_id, labelId: query.label_id };
     const group = unit ? { unit, timeZone } : undefined;
     const [totals, grid] = [await repo.factTotals(trx, filter, group), await repo.factGrid(trx, filter, group)];
     return { timeZone, range, of: index(totals, grid), path: 'facts' as const };
+  }
+
+  /** Grid counts of a range from its blocks' cache (filled where missing) and its other days. */
+  async #grid(trx: Tx, scope: repo.RollupScope, spans: ReturnType<typeof spansOf>): Promise<repo.GridCount[]> {
+    const asSpans = (runs: [number, number][]) => runs.map(([a, b]) => ({ first: dayKey(a), last: dayKey(b) }));
+    const wanted = { blocks: asSpans(spans.blocks), days: asSpans(spans.days) };
+    const read = await repo.blockGrid(trx, scope, wanted);
+    if (read.missing.length === 0) return read.grid;
+    await repo.lockRollupsShared(trx, scope.tenantId);
+    await repo.cacheBlocks(trx, scope, read.missing);
+    // Read again, the blocks just cached included: under the lock no fold can take them away.
+    const again = await repo.blockGrid(trx, scope, wanted);
+    if (again.missing.length === 0) return again.grid;
+    // Not expected (the lock keeps them): what is still missing is read day by day.
+    const missing = new Set(again.missing.map((b) => b.first));
+    const cached = wanted.blocks.filter((b) => !missing.has(b.first));
+    return (await repo.blockGrid(trx, scope, { blocks: cached, days: [...wanted.days, ...again.missing] })).grid;
+  }
+
+  /** The daily ranks of a range: past days' from their cache (filled where missing), the others' from the grid. */
+  async #dailyRanks(trx: Tx, filter: repo.RollupFilter, first: number, lastPast: number, last: number): Promise<repo.DailyPercentiles[]> {
+    const ranks: repo.DailyPercentiles[] = [];
+    if (lastPast >= first) {
+      const cached = await repo.cachedDailyPercentiles(trx, { ...filter, lastDay: dayKey(lastPast) });
+      const kindsOf = new Map<string, number>();
+      for (const r of cached) kindsOf.set(r.bucket, (kindsOf.get(r.bucket) ?? 0) + 1);
+      const missing: string[] = [];
+      for (let day = first; day <= lastPast; day++) if (kindsOf.get(dayKey(day)) !== repo.DURATION_KINDS.length) missing.push(dayKey(day));
+      const incomplete = new Set(missing);
+      ranks.push(...cached.filter((r) => !incomplete.has(r.bucket) && Number(r.total) > 0));
+      if (missing.length > 0) {
+        await repo.lockRollupsShared(trx, filter.tenantId);
+        ranks.push(...(await repo.cacheDailyPercentiles(trx, filter, missing)));
+      }
+    }
+    if (lastPast < last) ranks.push(...(await repo.rollupDailyPercentiles(trx, { ...filter, firstDay: dayKey(Math.max(first, lastPast + 1)) })));
+    return ranks;
   }
 
   /**

@@ -62,7 +62,10 @@ type Step =
   | { op: 'answer'; c: number; rating: number }
   | { op: 'label'; c: number; add: boolean }
   // The tenant's waiting facts folded into their rollups there (as a report or the fold job does).
-  | { op: 'fold'; c: number };
+  | { op: 'fold'; c: number }
+  // Reports read there (the tenant's and the label's summary and daily series of the days so far): they
+  // fill the caches of past days, which what happens after must empty where it changes them.
+  | { op: 'read'; c: number };
 
 const slot = fc.integer({ min: 0, max: 2 });
 const who = fc.constantFrom<Who>('owner', 'agent');
@@ -78,6 +81,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('answer' as const), c: slot, rating: fc.integer({ min: 1, max: 5 }) }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('label' as const), c: slot, add: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('fold' as const), c: slot }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('read' as const), c: slot }), weight: 1 },
 );
 // Seconds before each step: often a few, sometimes hours (a history spans a day boundary and the change).
 const gapArb = fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 301, max: 4 * 3600 }));
@@ -121,11 +125,16 @@ const EVERY_KIND: History = {
       [900, { op: 'transfer', c: 0, to: 'department' }],
       [100, { op: 'reply', c: 0, by: 'agent' }],
       [200, { op: 'assign', c: 1, to: 'owner' }],
+      // A day later: the read caches the assignment's day, then the reply writes its queue wait dated there.
+      [90_000, { op: 'read', c: 0 }],
       [1500, { op: 'reply', c: 1, by: 'owner' }],
       [20_000, { op: 'close', c: 0 }],
       [30, { op: 'answer', c: 0, rating: 2 }],
       [100_000, { op: 'close', c: 1 }],
       [60, { op: 'answer', c: 1, rating: 4 }],
+      // The label's past days cached, then the label taken off: its facts leave those days.
+      [3600, { op: 'read', c: 0 }],
+      [5, { op: 'label', c: 0, add: false }],
     ] as const
   ).map(([gap, step]) => [gap, step as Step]),
 };
@@ -284,6 +293,15 @@ describe('reports: every figure against a recomputation from the raw rows (fast-
         await h.database.withTenant(w.t.tenantId, (trx) => foldPendingFacts(trx, w.t.tenantId));
         continue;
       }
+      if (step.op === 'read') {
+        const today = localKey(now, history.zone, 'day');
+        for (const filter of ['', `&label_id=${w.labelId}`]) {
+          const qs = `from=${shiftDay(today, -12)}&to=${today}${filter}`;
+          await request(app).get(`/api/v1/reports/summary?${qs}`).set(owner).expect(200);
+          await request(app).get(`/api/v1/reports/series?${qs}&group_by=day`).set(owner).expect(200);
+        }
+        continue;
+      }
       if (step.op === 'start' || !c) {
         // Any step of a conversation not yet started starts it (slot 1 with the bot, unless told).
         if (c) continue;
@@ -349,6 +367,9 @@ describe('reports: every figure against a recomputation from the raw rows (fast-
         const principal: UserPrincipal = { kind: 'user', userId: w.users.owner, tenantId: w.t.tenantId, role: 'owner', seat: 'full', sessionId: 'ses_x' };
         const factsOnly = new ReportService(h.database, { read: 'facts' });
         const times = expected.map((f) => f.at);
+        // Read on the day of the last fact: the days before it are past, read through their caches (those
+        // the history's reads filled, and those these reads fill), that day and after from the rollups.
+        freezeAt(Math.max(...times));
         for (const zone of [history.zone, other]) {
           const from = shiftDay(localKey(Math.min(...times), zone, 'day'), -1);
           const to = shiftDay(localKey(Math.max(...times), zone, 'day'), 1);
@@ -362,6 +383,8 @@ describe('reports: every figure against a recomputation from the raw rows (fast-
             const summary = (await request(h.app).get(`/api/v1/reports/summary?${qs}`).set(bearer(w.tokens.owner)).expect(200)).body;
             expect(summary, `summary, ${label}`).to.deep.include(figuresOf(mine, false));
             expect(await factsOnly.summary(principal, query), `summary from facts, ${label}`).to.deep.equal(summary);
+            const again = (await request(h.app).get(`/api/v1/reports/summary?${qs}`).set(bearer(w.tokens.owner)).expect(200)).body;
+            expect(again, `summary read again (from what the first cached), ${label}`).to.deep.equal(summary);
 
             for (const unit of ['day', 'hour'] as const) {
               if (unit === 'hour' && filter.name !== 'tenant') continue;
@@ -373,7 +396,11 @@ describe('reports: every figure against a recomputation from the raw rows (fast-
               expect(points.reduce((n, p) => n + (p as unknown as { conversations: number }).conversations, 0), `every fact in one point, ${label}`).to.equal(
                 mine.filter((f) => f.kind === 'conversation').length,
               );
-              if (unit === 'day') expect(await factsOnly.series(principal, { ...query, group_by: 'day' }), `daily series from facts, ${label}`).to.deep.equal(series);
+              if (unit === 'day') {
+                expect(await factsOnly.series(principal, { ...query, group_by: 'day' }), `daily series from facts, ${label}`).to.deep.equal(series);
+                const again = (await request(h.app).get(`/api/v1/reports/series?${qs}&group_by=day`).set(bearer(w.tokens.owner)).expect(200)).body;
+                expect(again, `daily series read again (from what the first cached), ${label}`).to.deep.equal(series);
+              }
             }
           }
         }

@@ -7,17 +7,26 @@ import { inTenantTransaction } from '../../src/events/outbox.ts';
 import { openSecondsBetween } from '../../src/reports/business-time.ts';
 import { foldJob } from '../../src/reports/fold.job.ts';
 import { foldPendingFacts } from '../../src/reports/report.repository.ts';
-import { pointsOf, rangeOf } from '../../src/reports/report.service.ts';
+import { ReportService, pointsOf, rangeOf, spansOf } from '../../src/reports/report.service.ts';
+import type { UserPrincipal } from '../../src/shared/principal.ts';
 import { type TestTenant, createConversation, createTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
 import { expectProblem } from '../support/problem.ts';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-async function visitorSays(t: TestTenant, conversationId: string, content: string) {
+async function visitorSays(t: TestTenant, conversationId: string, content: string, at = new Date()) {
   const { database } = await getHarness();
   await inTenantTransaction(database, new EventBus(), t.tenantId, (trx, emit) =>
-    appendMessage(trx, emit, { id: conversationId, tenant_id: t.tenantId }, { sender_type: 'visitor', sender_id: null, type: 'text', content }, new Date()),
+    appendMessage(trx, emit, { id: conversationId, tenant_id: t.tenantId }, { sender_type: 'visitor', sender_id: null, type: 'text', content }, at),
+  );
+}
+
+/** A member's reply written at `at` (a past day's, for the caches of past days). */
+async function memberSays(t: TestTenant, conversationId: string, content: string, at: Date) {
+  const { database } = await getHarness();
+  await inTenantTransaction(database, new EventBus(), t.tenantId, (trx, emit) =>
+    appendMessage(trx, emit, { id: conversationId, tenant_id: t.tenantId }, { sender_type: 'user', sender_id: t.owner.userId, type: 'text', content }, at),
   );
 }
 
@@ -139,6 +148,88 @@ describe('reports', function () {
     expect(await waiting(b.tenantId)).to.deep.equal([]);
     const daily = await database.withTenant(b.tenantId, (trx) => trx.selectFrom('report_daily').select(['kind', 'dimension', 'n']).execute());
     expect(daily).to.deep.equal([{ kind: 'conversation', dimension: 'tenant', n: 1 }]);
+  });
+
+  it("past days are read through caches (blocks of days for a summary, ranks per day for a series) that a change of those days' rollups empties", async () => {
+    const { app, database } = await getHarness();
+    const t = await createTenant({ timezone: 'UTC' });
+    const auth = bearer(t.owner.accessToken);
+    const c = await createConversation(t);
+    const label = (await request(app).post('/api/v1/labels').set(auth).send({ name: 'vip', color: '#aa0000' }).expect(201)).body;
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const at = (offset: number, seconds: number) => new Date(Date.parse(`${day(offset)}T10:00:00Z`) + seconds * 1000);
+    // Two answers on a day three weeks ago: a first response after 60 s, a response after 200 s.
+    await visitorSays(t, c.id, 'hello', at(-21, 0));
+    await memberSays(t, c.id, 'hi', at(-21, 60));
+    await visitorSays(t, c.id, 'and?', at(-21, 100));
+    await memberSays(t, c.id, 'here', at(-21, 300));
+
+    const principal: UserPrincipal = { kind: 'user', userId: t.owner.userId, tenantId: t.tenantId, role: 'owner', seat: 'full', sessionId: 'ses_x' };
+    const factsOnly = new ReportService(database, { read: 'facts' });
+    const range = { from: day(-40), to: day(0) };
+    const read = async (query: Record<string, string>) => {
+      const qs = new URLSearchParams({ ...range, ...query }).toString();
+      const summary = (await request(app).get(`/api/v1/reports/summary?${qs}`).set(auth).expect(200)).body;
+      const series = (await request(app).get(`/api/v1/reports/series?${qs}&group_by=day`).set(auth).expect(200)).body;
+      expect(summary, 'the summary equals the one from the facts').to.deep.equal(await factsOnly.summary(principal, { ...range, ...query }));
+      expect(series, 'the series equals the one from the facts').to.deep.equal(await factsOnly.series(principal, { ...range, ...query, group_by: 'day' }));
+      return { summary, series };
+    };
+    const cached = () =>
+      database.withTenant(t.tenantId, async (trx) => ({
+        blocks: await trx.selectFrom('report_blocks').select(['dimension', 'key', sql<string>`first_day::text`.as('first'), sql<string>`last_day::text`.as('last')]).execute(),
+        ranks: await trx.selectFrom('report_day_ranks').select(['kind', 'dimension', 'total', sql<string>`day::text`.as('day')]).where('day', '=', sql<Date>`${day(-21)}::date`).execute(),
+      }));
+    const holds = (blocks: { first: string; last: string }[], d: string) => blocks.some((b) => b.first <= d && d <= b.last);
+
+    const first = await read({});
+    expect(first.summary.response.count).to.equal(2);
+    expect(first.summary.response.median_seconds).to.equal(130);
+    let caches = await cached();
+    expect(holds(caches.blocks, day(-21)), 'a block holding the day is cached').to.equal(true);
+    expect(caches.blocks.every((b) => b.last < day(0)), 'no block holds today').to.equal(true);
+    expect(caches.ranks.find((r) => r.kind === 'response' && r.dimension === 'tenant')?.total).to.equal(2);
+    expect(await read({}), 'read again, from the caches').to.deep.equal(first);
+
+    // A late answer on that day (folded now): the day's rollups change, its caches go and come back with it.
+    await visitorSays(t, c.id, 'still there?', at(-21, 400));
+    await memberSays(t, c.id, 'yes', at(-21, 1400));
+    const later = await read({});
+    expect(later.summary.response.count).to.equal(3);
+    expect(later.summary.response.median_seconds).to.equal(200);
+    const point = later.series.points.find((p: { start: string }) => p.start.startsWith(day(-21)));
+    expect(point.response).to.include({ count: 3, median_seconds: 200 });
+    caches = await cached();
+    expect(caches.ranks.find((r) => r.kind === 'response' && r.dimension === 'tenant')?.total, 'the day ranked again').to.equal(3);
+
+    // The label's reports: cached empty, then the label put on the conversation carries its past facts in.
+    const labelled = await read({ label_id: label.id });
+    expect(labelled.summary.response.count).to.equal(0);
+    expect(holds((await cached()).blocks.filter((b) => b.dimension === 'label'), day(-21)), "the label's empty block is cached").to.equal(true);
+    await request(app).post(`/api/v1/conversations/${c.id}/labels/${label.id}`).set(auth).expect(200);
+    const moved = await read({ label_id: label.id });
+    expect(moved.summary.response).to.include({ count: 3, median_seconds: 200 });
+
+    // A new time zone rebuilds the rollups: every cached day goes with them.
+    await request(app).patch(`/api/v1/tenants/${t.tenantId}`).set(auth).send({ timezone: 'Pacific/Kiritimati' }).expect(200);
+    const shifted = await read({});
+    expect(shifted.summary.response.count).to.equal(3);
+  });
+
+  it('spansOf: blocks aligned to their size, only up to the last day they may hold, and days, covering the range once', () => {
+    for (const [first, lastBlock, last] of [[20_000, 20_029, 20_030], [19_990, 20_100, 20_300], [5, 4, 9], [-7, 3, 3], [0, 1000, 399]] as const) {
+      const { blocks, days } = spansOf(first, lastBlock, last);
+      const covered = [...blocks, ...days].flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => a + i)).sort((a, b) => a - b);
+      expect(covered, `${first}..${last}`).to.deep.equal(Array.from({ length: last - first + 1 }, (_, i) => first + i));
+      for (const [a, b] of blocks) {
+        const size = b - a + 1;
+        expect(size >= 4 && (size & (size - 1)) === 0 && a % size === 0 && b <= lastBlock, `block ${a}..${b}`).to.equal(true);
+      }
+    }
+    // A 30-day range ending today: a handful of blocks and at most seven days outside them.
+    const { blocks, days } = spansOf(20_421, 20_449, 20_450);
+    expect(blocks.length).to.be.at.most(5);
+    expect(days.reduce((n, [a, b]) => n + b - a + 1, 0)).to.be.at.most(7);
   });
 
   it('series: one point per day (or hour) of the range in the time zone, empty ones included; CSV by format or Accept', async () => {
