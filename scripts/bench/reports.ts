@@ -19,6 +19,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { setFactHooksForBenchmark } from '../../src/reports/facts.ts';
 import { foldPendingFacts } from '../../src/reports/report.repository.ts';
 import { type Figures, writeResults } from './results.ts';
+import { databaseCpuSeconds } from './support.ts';
 
 const JWT_SECRET = 'bench-secret-that-is-long-enough-for-hs256-0123456789';
 const databaseUrl = process.env.DATABASE_URL;
@@ -235,7 +236,27 @@ async function main() {
     }
     return { p50_ms: round(quantile(ms, 0.5)), p99_ms: round(quantile(ms, 0.99)) };
   };
+  // Past days are read through caches (blocks of days, ranks per day) that the first read fills: the
+  // figures above are of reads that find them filled, as every read of a range after the first of a day
+  // does. What the first read costs is measured apart, each read after the tenant's caches are emptied.
+  const uncached = (count: number, path: string) => {
+    const ms: number[] = [];
+    return (async () => {
+      for (let i = 0; i < count; i++) {
+        await db.asSystem(async (trx) => {
+          await sql`delete from report_blocks where tenant_id = ${tenantId}`.execute(trx);
+          await sql`delete from report_day_ranks where tenant_id = ${tenantId}`.execute(trx);
+        });
+        const t = performance.now();
+        await api(path, { token });
+        ms.push(performance.now() - t);
+      }
+      return { p50_ms: round(quantile(ms, 0.5)), p99_ms: round(quantile(ms, 0.99)) };
+    })();
+  };
   const reads = {
+    summary_30d_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`),
+    series_30d_daily_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/series?${range}&group_by=day`),
     summary_30d: await timed(QUERIES, () => `/reports/summary?${range}`),
     series_30d_daily: await timed(QUERIES, () => `/reports/series?${range}&group_by=day`),
     summary_30d_label: await timed(QUERIES / 2, () => `/reports/summary?${range}&label_id=${label.id}`),
@@ -264,8 +285,18 @@ async function main() {
   }
   // A phase's rate counts the folding of the facts it wrote into their rollups too (the service's job,
   // src/reports/fold.job.ts, and report reads do it): timed after the phase and added to its time.
+  // It also counts the CPU the phase used: this process's (the service and its client, which share it)
+  // and PostgreSQL's backends'. Both cores are busy in every phase, so a send's throughput is the machine's
+  // CPU divided by its CPU per send; but the throughput also moves with whatever else the machine runs,
+  // while the CPU a send uses barely does. The goal's figure (what the facts cost a send's throughput) is
+  // therefore the CPU per operation, facts on to off; the rates are kept beside it.
+  const cpuSeconds = () => {
+    const own = process.cpuUsage();
+    return (own.user + own.system) / 1e6 + databaseCpuSeconds();
+  };
   const phase = async (what: 'send' | 'close') => {
     const started = performance.now();
+    const cpuBefore = cpuSeconds();
     const until = Date.now() + PHASE_MS;
     let done = 0;
     const loops =
@@ -286,19 +317,25 @@ async function main() {
           });
     await Promise.all(loops);
     await db.withTenant(tenantId, (trx) => foldPendingFacts(trx, tenantId));
-    return done / ((performance.now() - started) / 1000);
+    return { rate: done / ((performance.now() - started) / 1000), done, cpu: cpuSeconds() - cpuBefore };
   };
   const rates: Record<'on' | 'off', Record<'send' | 'close', number[]>> = { on: { send: [], close: [] }, off: { send: [], close: [] } };
+  const work: Record<'on' | 'off', Record<'send' | 'close', { done: number; cpu: number }>> = {
+    on: { send: { done: 0, cpu: 0 }, close: { done: 0, cpu: 0 } },
+    off: { send: { done: 0, cpu: 0 }, close: { done: 0, cpu: 0 } },
+  };
   try {
     // Unmeasured first, so that the service's cold start is not charged to the first phase (always facts-on).
-    for (const what of ['send', 'close'] as const) console.log(`warm-up (unmeasured), ${what}: ${round(await phase(what))} /s`);
+    for (const what of ['send', 'close'] as const) console.log(`warm-up (unmeasured), ${what}: ${round((await phase(what)).rate)} /s`);
     for (const [i, facts] of TURNS.entries()) {
       setFactHooksForBenchmark(facts === 'on');
       await factTriggers(db, facts === 'on');
       for (const what of ['send', 'close'] as const) {
-        const rate = await phase(what);
+        const { rate, done, cpu } = await phase(what);
         rates[facts][what].push(rate);
-        console.log(`phase ${i + 1}: facts ${facts}, ${what}: ${round(rate)} /s`);
+        work[facts][what].done += done;
+        work[facts][what].cpu += cpu;
+        console.log(`phase ${i + 1}: facts ${facts}, ${what}: ${round(rate)} /s, ${round((cpu / done) * 1000, 2)} ms CPU each`);
       }
     }
   } finally {
@@ -306,14 +343,24 @@ async function main() {
     await factTriggers(db, true);
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const cost = (what: 'send' | 'close') => round(1 - mean(rates.on[what]) / mean(rates.off[what]), 3);
+  const cpuEach = (facts: 'on' | 'off', what: 'send' | 'close') => (work[facts][what].cpu / work[facts][what].done) * 1000;
+  // The throughput lost: 1 − (facts-on throughput / facts-off throughput), throughput being the inverse of
+  // the CPU each operation takes.
+  const cost = (what: 'send' | 'close') => round(1 - cpuEach('off', what) / cpuEach('on', what), 3);
+  const rateCost = (what: 'send' | 'close') => round(1 - mean(rates.on[what]) / mean(rates.off[what]), 3);
   const writes = {
+    send_cpu_ms_facts_on: round(cpuEach('on', 'send'), 3),
+    send_cpu_ms_facts_off: round(cpuEach('off', 'send'), 3),
+    send_cost_of_facts: cost('send'),
     send_per_s_facts_on: round(mean(rates.on.send)),
     send_per_s_facts_off: round(mean(rates.off.send)),
-    send_cost_of_facts: cost('send'),
+    send_rate_cost_of_facts: rateCost('send'),
+    close_cpu_ms_facts_on: round(cpuEach('on', 'close'), 3),
+    close_cpu_ms_facts_off: round(cpuEach('off', 'close'), 3),
+    close_cost_of_facts: cost('close'),
     close_per_s_facts_on: round(mean(rates.on.close)),
     close_per_s_facts_off: round(mean(rates.off.close)),
-    close_cost_of_facts: cost('close'),
+    close_rate_cost_of_facts: rateCost('close'),
   };
   console.table(writes);
 
@@ -329,7 +376,7 @@ async function main() {
     ...Object.fromEntries(Object.entries(writes).map(([k, v]) => [`writes.${k}`, v])),
   };
   writeResults('reports', figures, {
-    note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured; writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s)`,
+    note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured, past days through their caches (since 2026-11-29; *_first_read: each read after the caches are emptied); writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s); the cost of facts is CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost (since 2026-11-29; before, and in *_rate_cost_of_facts: the rates)`,
   });
   server.close();
   await passwords.close();
