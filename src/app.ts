@@ -1,4 +1,6 @@
 import { hash, randomBytes } from 'node:crypto';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
@@ -309,6 +311,42 @@ export interface PreparedValidator {
  */
 export function prepareValidator(contract: Contract, config: { validateResponses: boolean; dependencyPatches?: boolean | undefined }): PreparedValidator {
   return { contract, chain: validatorChain(contract, config.validateResponses, config.dependencyPatches !== false) };
+}
+
+/**
+ * Runs one request (GET /health) through the validator's chain, on a loopback server of its own that
+ * answers it as the probe does (its response validated too), or 500 if the chain refuses it: what express-openapi-validator makes at its first request (its
+ * request and response validators, the contract's schemas added to their Ajv, the route's validators) is
+ * then made while the service waits for its database, instead of at the first request the service
+ * answers. The chain's steps are the ones the app mounts (withAccess copies the same functions). Never
+ * rejects: a warm-up that fails leaves that work to the first request, as without it.
+ */
+export async function warmValidator(validator: PreparedValidator): Promise<void> {
+  const warm = express();
+  warm.use(validator.chain);
+  warm.use((_req: express.Request, res: express.Response) => void res.json({ status: 'ok' }));
+  warm.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).end());
+  const server = createServer(warm);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: `${validator.contract.basePath}/health`, agent: false }, (res) => {
+        res.on('error', () => resolve());
+        res.on('end', () => resolve());
+        res.resume();
+      });
+      req.on('error', () => resolve());
+      req.end();
+    });
+  } catch {
+    // Left to the first request.
+  } finally {
+    server.close();
+  }
 }
 
 function withAccess(validator: PreparedValidator, access: RequestHandler[]): RequestHandler[] {

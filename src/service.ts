@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import pino from 'pino';
-import { buildApp, prepareValidator } from './app.ts';
+import { buildApp, prepareValidator, warmValidator } from './app.ts';
 import { loadContract } from './http/contract.ts';
 import { EventBus } from './events/bus.ts';
 import { LocalFanout, RedisFanout } from './realtime/fanout.ts';
@@ -74,6 +74,8 @@ export async function startService(config: Config, opening?: Promise<Database>):
   // The contract and its validator need no database: made while it opens (the embedded one on its thread).
   const contract = loadContract();
   const validator = prepareValidator(contract, config);
+  // And what it makes at its first request, made while this thread would wait for the database.
+  const warming = warmValidator(validator);
   const database = await (opening ?? openServiceDatabase(config, (err) => logger.warn({ err }, 'database connection lost')));
   // Said before, so that an instance waiting on another's migration lock shows where it waits.
   logger.info({ database: database.kind }, 'database open; migrating');
@@ -124,6 +126,7 @@ export async function startService(config: Config, opening?: Promise<Database>):
   const server = config.tls
     ? createTlsServer({ cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }, app)
     : createServer(app);
+  await warming;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

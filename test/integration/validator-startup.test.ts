@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'chai';
+import { prepareValidator, warmValidator } from '../../src/app.ts';
 import { loadContract } from '../../src/http/contract.ts';
 import { requireFromValidator } from '../../src/http/validator-internals.ts';
 import { prepareContractLazily, preprocessorClass, unpatchedPreprocessor } from '../../src/http/validator-startup.ts';
@@ -122,6 +123,37 @@ describe('the validator start-up shortcuts (src/http/validator-startup.ts)', () 
         const expected = [plain[option]!(body), plain[option]!.errors];
         expect([fast[option]!(body), fast[option]!.errors], `${option} ${JSON.stringify(body)}`).to.deep.equal(expected);
       }
+    }
+  });
+
+  it("the warm-up makes the validator's request and response validators before any request of the service's, once", async () => {
+    type Made = { new (...args: any[]): object };
+    const requests = requireFromValidator('./middlewares/openapi.request.validator.js') as { RequestValidator: Made };
+    const responses = requireFromValidator('./middlewares/openapi.response.validator.js') as { ResponseValidator: Made };
+    const made = { request: 0, response: 0 };
+    const [Request, Response] = [requests.RequestValidator, responses.ResponseValidator];
+    requests.RequestValidator = class extends Request {
+      constructor(...args: any[]) {
+        super(...args);
+        made.request++;
+      }
+    };
+    responses.ResponseValidator = class extends Response {
+      constructor(...args: any[]) {
+        super(...args);
+        made.response++;
+      }
+    };
+    try {
+      const validator = prepareValidator(loadContract(), { validateResponses: true });
+      expect(made, 'nothing is made before a request').to.deep.equal({ request: 0, response: 0 });
+      await warmValidator(validator);
+      expect(made, 'made by the warm-up').to.deep.equal({ request: 1, response: 1 });
+      await warmValidator(validator);
+      expect(made, 'kept by the chain the app mounts: not made again').to.deep.equal({ request: 1, response: 1 });
+    } finally {
+      requests.RequestValidator = Request;
+      responses.ResponseValidator = Response;
     }
   });
 });
