@@ -257,8 +257,8 @@ async function main() {
   const reads = {
     summary_30d_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`),
     series_30d_daily_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/series?${range}&group_by=day`),
-    summary_30d: await timed(QUERIES, () => `/reports/summary?${range}`),
-    series_30d_daily: await timed(QUERIES, () => `/reports/series?${range}&group_by=day`),
+    summary_30d_warm: await timed(QUERIES, () => `/reports/summary?${range}`),
+    series_30d_daily_warm: await timed(QUERIES, () => `/reports/series?${range}&group_by=day`),
     summary_30d_label: await timed(QUERIES / 2, () => `/reports/summary?${range}&label_id=${label.id}`),
     summary_30d_from_facts: await timed(Math.max(10, QUERIES / 10), () => `/reports/summary?${range}&time_zone=UTC`),
     search_order_number: await timed(QUERIES / 2, (i) => `/search/conversations?q=ORD${1000000 + ((i * 7919) % seeded)}`),
@@ -289,7 +289,7 @@ async function main() {
   // and PostgreSQL's backends'. Both cores are busy in every phase, so a send's throughput is the machine's
   // CPU divided by its CPU per send; but the throughput also moves with whatever else the machine runs,
   // while the CPU a send uses barely does. The goal's figure (what the facts cost a send's throughput) is
-  // therefore the CPU per operation, facts on to off; the rates are kept beside it.
+  // therefore the CPU per operation, facts on to off (*_cpu_cost_of_facts); the rates' figure is kept.
   const cpuSeconds = () => {
     const own = process.cpuUsage();
     return (own.user + own.system) / 1e6 + databaseCpuSeconds();
@@ -346,21 +346,21 @@ async function main() {
   const cpuEach = (facts: 'on' | 'off', what: 'send' | 'close') => (work[facts][what].cpu / work[facts][what].done) * 1000;
   // The throughput lost: 1 − (facts-on throughput / facts-off throughput), throughput being the inverse of
   // the CPU each operation takes.
-  const cost = (what: 'send' | 'close') => round(1 - cpuEach('off', what) / cpuEach('on', what), 3);
+  const cpuCost = (what: 'send' | 'close') => round(1 - cpuEach('off', what) / cpuEach('on', what), 3);
   const rateCost = (what: 'send' | 'close') => round(1 - mean(rates.on[what]) / mean(rates.off[what]), 3);
   const writes = {
     send_cpu_ms_facts_on: round(cpuEach('on', 'send'), 3),
     send_cpu_ms_facts_off: round(cpuEach('off', 'send'), 3),
-    send_cost_of_facts: cost('send'),
+    send_cpu_cost_of_facts: cpuCost('send'),
     send_per_s_facts_on: round(mean(rates.on.send)),
     send_per_s_facts_off: round(mean(rates.off.send)),
-    send_rate_cost_of_facts: rateCost('send'),
+    send_cost_of_facts: rateCost('send'),
     close_cpu_ms_facts_on: round(cpuEach('on', 'close'), 3),
     close_cpu_ms_facts_off: round(cpuEach('off', 'close'), 3),
-    close_cost_of_facts: cost('close'),
+    close_cpu_cost_of_facts: cpuCost('close'),
     close_per_s_facts_on: round(mean(rates.on.close)),
     close_per_s_facts_off: round(mean(rates.off.close)),
-    close_rate_cost_of_facts: rateCost('close'),
+    close_cost_of_facts: rateCost('close'),
   };
   console.table(writes);
 
@@ -376,7 +376,7 @@ async function main() {
     ...Object.fromEntries(Object.entries(writes).map(([k, v]) => [`writes.${k}`, v])),
   };
   writeResults('reports', figures, {
-    note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured, past days through their caches (since 2026-11-29; *_first_read: each read after the caches are emptied); writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s); the cost of facts is CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost (since 2026-11-29; before, and in *_rate_cost_of_facts: the rates)`,
+    note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured, past days through their caches (since 2026-11-29: *_warm, filled by the reads before; *_first_read: each read after the caches are emptied; before, summary_30d and series_30d_daily read every day's grid); writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s); *_cpu_cost_of_facts: the cost of facts as CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost (since 2026-11-29); *_cost_of_facts: from the rates`,
   });
   server.close();
   await passwords.close();
