@@ -239,13 +239,17 @@ async function main() {
   // Past days are read through caches (blocks of days, ranks per day) that the first read fills: the
   // figures above are of reads that find them filled, as every read of a range after the first of a day
   // does. What the first read costs is measured apart, each read after the tenant's caches are emptied.
-  const uncached = (count: number, path: string) => {
+  // The first read of a new day finds every past day cached but yesterday (*_next_day): emptied of
+  // yesterday's ranks and the blocks that hold it before each read.
+  const uncached = (count: number, path: string, only?: 'yesterday') => {
     const ms: number[] = [];
+    const yesterday = day(-1);
     return (async () => {
       for (let i = 0; i < count; i++) {
         await db.asSystem(async (trx) => {
-          await sql`delete from report_blocks where tenant_id = ${tenantId}`.execute(trx);
-          await sql`delete from report_day_ranks where tenant_id = ${tenantId}`.execute(trx);
+          const days = only ? sql`and ${yesterday}::date between first_day and last_day` : sql``;
+          await sql`delete from report_blocks where tenant_id = ${tenantId} ${days}`.execute(trx);
+          await sql`delete from report_day_ranks where tenant_id = ${tenantId} ${only ? sql`and day = ${yesterday}::date` : sql``}`.execute(trx);
         });
         const t = performance.now();
         await api(path, { token });
@@ -257,6 +261,8 @@ async function main() {
   const reads = {
     summary_30d_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`),
     series_30d_daily_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/series?${range}&group_by=day`),
+    summary_30d_next_day: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`, 'yesterday'),
+    series_30d_daily_next_day: await uncached(Math.max(10, QUERIES / 10), `/reports/series?${range}&group_by=day`, 'yesterday'),
     summary_30d_warm: await timed(QUERIES, () => `/reports/summary?${range}`),
     series_30d_daily_warm: await timed(QUERIES, () => `/reports/series?${range}&group_by=day`),
     summary_30d_label: await timed(QUERIES / 2, () => `/reports/summary?${range}&label_id=${label.id}`),
@@ -376,7 +382,7 @@ async function main() {
     ...Object.fromEntries(Object.entries(writes).map(([k, v]) => [`writes.${k}`, v])),
   };
   writeResults('reports', figures, {
-    note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured, past days through their caches (since 2026-11-29: *_warm, filled by the reads before; *_first_read: each read after the caches are emptied; before, summary_30d and series_30d_daily read every day's grid); writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s); *_cpu_cost_of_facts: the cost of facts as CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost (since 2026-11-29); *_cost_of_facts: from the rates`,
+    note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured, past days through their caches (since 2026-11-29: *_warm, filled by the reads before; *_first_read: each read after the caches are emptied; *_next_day: after yesterday's are; before, summary_30d and series_30d_daily read every day's grid); writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s); *_cpu_cost_of_facts: the cost of facts as CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost (since 2026-11-29); *_cost_of_facts: from the rates`,
   });
   server.close();
   await passwords.close();

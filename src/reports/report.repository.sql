@@ -214,69 +214,113 @@ select
   $8,
   $9,
   $10,
-  m.first_day,
-  m.last_day,
-  g.kind,
-  g.business,
-  g.grid,
-  sum(g.n)
+  c.first_day,
+  c.last_day,
+  c.kind,
+  c.business,
+  c.grid,
+  c.n
 from
-  marks m
-  join report_daily_grid g on g.tenant_id = $11
-  and g.kind = any (array[$12, $13, $14, $15]::text[])
-  and g.dimension = $16
-  and g.key = $17
-  and g.day between m.first_day and m.last_day
-group by
-  m.first_day,
-  m.last_day,
-  g.kind,
-  g.business,
-  g.grid
-having
-  sum(g.n) <> 0;
-
--- report.blockGrid (blocks and days)
-with
-  blocks as (
+  (
     select
-      w.first_day,
-      w.last_day,
-      exists (
-        select
-          1
-        from
-          report_blocks b
-        where
-          b.tenant_id = $1
-          and b.dimension = $2
-          and b.key = $3
-          and b.first_day = w.first_day
-          and b.last_day = w.last_day
-      ) as cached
+      $11::date as first_day,
+      $12::date as last_day,
+      d.kind,
+      d.business,
+      d.grid,
+      sum(d.n) as n
     from
       (
-        values
-          ($4::date, $5::date)
-      ) as w (first_day, last_day)
-    where
-      w.first_day is not null
-  ),
-  counted as (
+        select
+          g.kind,
+          g.business,
+          g.grid,
+          g.n
+        from
+          report_daily_grid g
+        where
+          g.tenant_id = $13
+          and g.kind = any (array[$14, $15, $16, $17]::text[])
+          and g.dimension = $18
+          and g.key = $19
+          and g.day between $20::date and $21::date
+      ) as d
+    group by
+      d.kind,
+      d.business,
+      d.grid
+    having
+      sum(d.n) <> 0
+    union all
+    select
+      $22::date as first_day,
+      $23::date as last_day,
+      d.kind,
+      d.business,
+      d.grid,
+      sum(d.n) as n
+    from
+      (
+        select
+          g.kind,
+          g.business,
+          g.grid,
+          g.n
+        from
+          report_daily_grid g
+        where
+          g.tenant_id = $24
+          and g.kind = any (array[$25, $26, $27, $28]::text[])
+          and g.dimension = $29
+          and g.key = $30
+          and g.day between $31::date and $32::date
+      ) as d
+    group by
+      d.kind,
+      d.business,
+      d.grid
+    having
+      sum(d.n) <> 0
+  ) as c
+  join marks m on m.first_day = c.first_day
+  and m.last_day = c.last_day;
+
+-- report.blockGrid (blocks and days)
+select
+  x.kind,
+  null::text as bucket,
+  x.business,
+  x.grid,
+  sum(x.n)::bigint as n,
+  null::text as missing_first,
+  null::text as missing_last
+from
+  (
     select
       bg.kind,
       bg.business,
       bg.grid,
       bg.n
     from
-      blocks w
-      join report_block_grid bg on bg.tenant_id = $6
-      and bg.dimension = $7
-      and bg.key = $8
-      and bg.first_day = w.first_day
-      and bg.last_day = w.last_day
+      report_block_grid bg
     where
-      w.cached
+      bg.tenant_id = $1
+      and bg.dimension = $2
+      and bg.key = $3
+      and bg.first_day = $4::date
+      and bg.last_day = $5::date
+      and exists (
+        select
+          1
+        from
+          report_blocks rb
+        where
+          rb.tenant_id = $6
+          and rb.dimension = $7
+          and rb.key = $8
+          and rb.first_day = $9::date
+          and rb.last_day = $10::date
+      )
     union all
     select
       g.kind,
@@ -284,26 +328,14 @@ with
       g.grid,
       g.n
     from
-      (
-        values
-          ($9::date, $10::date)
-      ) as w (first_day, last_day)
-      join report_daily_grid g on g.tenant_id = $11
+      report_daily_grid g
+    where
+      g.tenant_id = $11
       and g.kind = any (array[$12, $13, $14, $15]::text[])
       and g.dimension = $16
       and g.key = $17
-      and g.day between w.first_day and w.last_day
-  )
-select
-  x.kind,
-  null::text as bucket,
-  x.business,
-  x.grid,
-  sum(x.n)::bigint as n,
-  null::text as missing_first,
-  null::text as missing_last
-from
-  counted x
+      and g.day between $18::date and $19::date
+  ) as x
 group by
   x.kind,
   x.business,
@@ -317,100 +349,59 @@ select
   null,
   null,
   null,
-  to_char(w.first_day, 'YYYY-MM-DD'),
-  to_char(w.last_day, 'YYYY-MM-DD')
+  m.first,
+  m.last
 from
-  blocks w
-where
-  not w.cached;
-
--- report.blockGrid (days only)
-with
-  blocks as (
+  (
     select
-      w.first_day,
-      w.last_day,
-      exists (
+      $20::text as first,
+      $21::text as last
+    where
+      not exists (
         select
           1
         from
-          report_blocks b
+          report_blocks rb
         where
-          b.tenant_id = $1
-          and b.dimension = $2
-          and b.key = $3
-          and b.first_day = w.first_day
-          and b.last_day = w.last_day
-      ) as cached
-    from
-      (
-        values
-          (null::date, null::date)
-      ) as w (first_day, last_day)
-    where
-      w.first_day is not null
-  ),
-  counted as (
-    select
-      bg.kind,
-      bg.business,
-      bg.grid,
-      bg.n
-    from
-      blocks w
-      join report_block_grid bg on bg.tenant_id = $4
-      and bg.dimension = $5
-      and bg.key = $6
-      and bg.first_day = w.first_day
-      and bg.last_day = w.last_day
-    where
-      w.cached
-    union all
+          rb.tenant_id = $22
+          and rb.dimension = $23
+          and rb.key = $24
+          and rb.first_day = $25::date
+          and rb.last_day = $26::date
+      )
+  ) as m;
+
+-- report.blockGrid (days only)
+select
+  x.kind,
+  null::text as bucket,
+  x.business,
+  x.grid,
+  sum(x.n)::bigint as n,
+  null::text as missing_first,
+  null::text as missing_last
+from
+  (
     select
       g.kind,
       g.business,
       g.grid,
       g.n
     from
-      (
-        values
-          ($7::date, $8::date)
-      ) as w (first_day, last_day)
-      join report_daily_grid g on g.tenant_id = $9
-      and g.kind = any (array[$10, $11, $12, $13]::text[])
-      and g.dimension = $14
-      and g.key = $15
-      and g.day between w.first_day and w.last_day
-  )
-select
-  x.kind,
-  null::text as bucket,
-  x.business,
-  x.grid,
-  sum(x.n)::bigint as n,
-  null::text as missing_first,
-  null::text as missing_last
-from
-  counted x
+      report_daily_grid g
+    where
+      g.tenant_id = $1
+      and g.kind = any (array[$2, $3, $4, $5]::text[])
+      and g.dimension = $6
+      and g.key = $7
+      and g.day between $8::date and $9::date
+  ) as x
 group by
   x.kind,
   x.business,
   x.grid
 having
-  sum(x.n) > 0
-union all
-select
-  null,
-  null,
-  null,
-  null,
-  null,
-  to_char(w.first_day, 'YYYY-MM-DD'),
-  to_char(w.last_day, 'YYYY-MM-DD')
-from
-  blocks w
-where
-  not w.cached;
+  sum(x.n) > 0;
 
 -- report.cachedDailyPercentiles
 select

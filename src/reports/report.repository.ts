@@ -168,12 +168,25 @@ export async function lockRollupsShared(trx: Tx, tenantId: string): Promise<void
   await sql`select pg_advisory_xact_lock_shared(1919251556, hashtext(${tenantId}) & 2147483647)`.execute(trx);
 }
 
+/** The daily grid's rows of the duration kinds on the days of a span (each span its own index range). */
+const dailyGridOf = (scope: RollupScope, span: Span) => sql`
+  select g.kind, g.business, g.grid, g.n
+  from report_daily_grid g
+  where g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)}) and g.dimension = ${scope.dimension} and g.key = ${scope.key}
+    and g.day between ${span.first}::date and ${span.last}::date`;
+
 /**
  * Caches the grid counts of these blocks of days, summed from the daily grid (under lockRollupsShared).
  * A block another read cached meanwhile is left as it is: both counted the same rollups.
  */
 export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: Span[]): Promise<void> {
   if (blocks.length === 0) return;
+  // Each block's days are read as an index range of their own: joined to a list of blocks, the planner
+  // read every day of the key instead.
+  const counts = blocks.map(
+    (b) => sql`select ${b.first}::date as first_day, ${b.last}::date as last_day, d.kind, d.business, d.grid, sum(d.n) as n
+      from (${dailyGridOf(scope, b)}) as d group by d.kind, d.business, d.grid having sum(d.n) <> 0`,
+  );
   await sql`
     with marks as (
       insert into report_blocks (tenant_id, dimension, key, first_day, last_day)
@@ -183,52 +196,42 @@ export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: Span[]): 
       returning first_day, last_day
     )
     insert into report_block_grid (tenant_id, dimension, key, first_day, last_day, kind, business, grid, n)
-    select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, m.first_day, m.last_day, g.kind, g.business, g.grid, sum(g.n)
-    from marks m
-    join report_daily_grid g on g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)})
-      and g.dimension = ${scope.dimension} and g.key = ${scope.key} and g.day between m.first_day and m.last_day
-    group by m.first_day, m.last_day, g.kind, g.business, g.grid
-    having sum(g.n) <> 0
+    select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, c.first_day, c.last_day, c.kind, c.business, c.grid, c.n
+    from (${sql.join(counts, sql` union all `)}) as c
+    join marks m on m.first_day = c.first_day and m.last_day = c.last_day
   `.execute(trx);
 }
 
 /**
  * Grid counts of a range made of blocks of days, read from their cache, and of days read from the daily
  * grid; and which of the blocks are not cached (their counts are then missing from the answer). One
- * statement, so that a block's mark and its counts are read from one snapshot: a fold deletes both.
+ * statement, so that a block's mark and its counts are read from one snapshot: a fold deletes both. Each
+ * block and each run of days is an index lookup or range of its own.
  */
 export async function blockGrid(trx: Tx, scope: RollupScope, spans: { blocks: Span[]; days: Span[] }): Promise<{ grid: GridCount[]; missing: Span[] }> {
   if (spans.blocks.length === 0 && spans.days.length === 0) return { grid: [], missing: [] };
-  const none = sql`(null::date, null::date)`;
-  const { rows } = await sql<GridCount & { missing_first: string | null; missing_last: string | null }>`
-    with blocks as (
-      select w.first_day, w.last_day, exists (
-        select 1 from report_blocks b
-        where b.tenant_id = ${scope.tenantId} and b.dimension = ${scope.dimension} and b.key = ${scope.key}
-          and b.first_day = w.first_day and b.last_day = w.last_day
-      ) as cached
-      from (values ${spans.blocks.length === 0 ? none : spanValues(spans.blocks)}) as w (first_day, last_day)
-      where w.first_day is not null
+  const marked = (b: Span) => sql`exists (
+    select 1 from report_blocks rb
+    where rb.tenant_id = ${scope.tenantId} and rb.dimension = ${scope.dimension} and rb.key = ${scope.key}
+      and rb.first_day = ${b.first}::date and rb.last_day = ${b.last}::date)`;
+  const parts = [
+    ...spans.blocks.map(
+      (b) => sql`select bg.kind, bg.business, bg.grid, bg.n
+        from report_block_grid bg
+        where bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
+          and bg.first_day = ${b.first}::date and bg.last_day = ${b.last}::date and ${marked(b)}`,
     ),
-    counted as (
-      select bg.kind, bg.business, bg.grid, bg.n
-      from blocks w
-      join report_block_grid bg on bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
-        and bg.first_day = w.first_day and bg.last_day = w.last_day
-      where w.cached
-      union all
-      select g.kind, g.business, g.grid, g.n
-      from (values ${spans.days.length === 0 ? none : spanValues(spans.days)}) as w (first_day, last_day)
-      join report_daily_grid g on g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)})
-        and g.dimension = ${scope.dimension} and g.key = ${scope.key} and g.day between w.first_day and w.last_day
-    )
+    ...spans.days.map((d) => dailyGridOf(scope, d)),
+  ];
+  const missing = spans.blocks.map(
+    (b) => sql`select ${b.first}::text as first, ${b.last}::text as last where not ${marked(b)}`,
+  );
+  const { rows } = await sql<GridCount & { missing_first: string | null; missing_last: string | null }>`
     select x.kind, null::text as bucket, x.business, x.grid, sum(x.n)::bigint as n, null::text as missing_first, null::text as missing_last
-    from counted x
+    from (${sql.join(parts, sql` union all `)}) as x
     group by x.kind, x.business, x.grid
     having sum(x.n) > 0
-    union all
-    select null, null, null, null, null, to_char(w.first_day, 'YYYY-MM-DD'), to_char(w.last_day, 'YYYY-MM-DD')
-    from blocks w where not w.cached
+    ${missing.length === 0 ? sql`` : sql`union all select null, null, null, null, null, m.first, m.last from (${sql.join(missing, sql` union all `)}) as m`}
   `.execute(trx);
   return {
     grid: rows.filter((r) => r.missing_first === null).map(({ missing_first: _f, missing_last: _l, ...g }) => g),
