@@ -315,10 +315,10 @@ export function prepareValidator(contract: Contract, config: { validateResponses
 
 /**
  * Runs one request (GET /health) through the validator's chain, on a loopback server of its own that
- * answers it as the probe does (its response validated too), or 500 if the chain refuses it: what express-openapi-validator makes at its first request (its
- * request and response validators, the contract's schemas added to their Ajv, the route's validators) is
- * then made while the service waits for its database, instead of at the first request the service
- * answers. The chain's steps are the ones the app mounts (withAccess copies the same functions). Never
+ * answers it as the probe does (its response validated too), or 500 if the chain refuses it. What
+ * express-openapi-validator makes at its first request (its request and response validators, the
+ * contract's schemas added to their Ajv, the route's validators) is then made while the service waits
+ * for its database, instead of at the first request the service answers. The chain's steps are the ones the app mounts (withAccess copies the same functions). Never
  * rejects: a warm-up that fails leaves that work to the first request, as without it.
  */
 export async function warmValidator(validator: PreparedValidator): Promise<void> {

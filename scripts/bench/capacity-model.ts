@@ -72,7 +72,7 @@ the receiver).
   10–20 (within 10%) and that nothing failed.
 - **Vacuum.** Where PostgreSQL runs without autovacuum (this machine's development cluster does), the
   script does what autovacuum would, each minute: every table with more dead rows than autovacuum's default
-  threshold (50 and 20% of its live rows) is vacuumed and analyzed. Without it an hour of the model left ten
-  dead versions of each conversation and visitor row for every live one.
+  threshold (50 and 20% of its live rows) is vacuumed and analyzed. Without it the dead versions of the
+  rows the model updates pile up for the whole run, and a soak measures that rather than the service.
 `;
 }

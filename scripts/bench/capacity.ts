@@ -82,8 +82,8 @@ const pool = new Pool(base, { connections: 128, keepAliveTimeout: 2000, keepAliv
 
 /**
  * PostgreSQL in production vacuums by itself; the development cluster here may run without autovacuum,
- * and then an hour of the model leaves ten dead versions of each conversation and visitor row for every
- * live one, which every read of them steps over. Where autovacuum is off, this does what it would: each
+ * and then the dead versions the model leaves of each conversation and visitor row pile up for the whole
+ * run, and every read of them steps over more. Where autovacuum is off, this does what it would: each
  * minute, every table with more dead rows than its default threshold (50 and 20% of the live rows) is
  * vacuumed and analyzed. Its CPU is PostgreSQL's, counted with it.
  */

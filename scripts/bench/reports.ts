@@ -241,24 +241,21 @@ async function main() {
   // does. What the first read costs is measured apart, each read after the tenant's caches are emptied.
   // The first read of a new day finds every past day cached but yesterday (*_next_day): emptied of
   // yesterday's ranks and the blocks that hold it before each read.
-  const uncached = (count: number, path: string, only?: 'yesterday') => {
+  const uncached = async (count: number, path: string, only?: 'yesterday') => {
     const ms: number[] = [];
     const yesterday = day(-1);
-    return (async () => {
-      // The caches filled first (unmeasured): the reads before emptied them all.
-      if (only) await api(path, { token });
-      for (let i = 0; i < count; i++) {
-        await db.asSystem(async (trx) => {
-          const days = only ? sql`and ${yesterday}::date between first_day and last_day` : sql``;
-          await sql`delete from report_blocks where tenant_id = ${tenantId} ${days}`.execute(trx);
-          await sql`delete from report_day_ranks where tenant_id = ${tenantId} ${only ? sql`and day = ${yesterday}::date` : sql``}`.execute(trx);
-        });
-        const t = performance.now();
-        await api(path, { token });
-        ms.push(performance.now() - t);
-      }
-      return { p50_ms: round(quantile(ms, 0.5)), p99_ms: round(quantile(ms, 0.99)) };
-    })();
+    // The caches filled first (unmeasured): the reads before emptied them all.
+    if (only) await api(path, { token });
+    for (let i = 0; i < count; i++) {
+      await db.asSystem(async (trx) => {
+        await sql`delete from report_blocks where tenant_id = ${tenantId} ${only ? sql`and ${yesterday}::date between first_day and last_day` : sql``}`.execute(trx);
+        await sql`delete from report_day_ranks where tenant_id = ${tenantId} ${only ? sql`and day = ${yesterday}::date` : sql``}`.execute(trx);
+      });
+      const t = performance.now();
+      await api(path, { token });
+      ms.push(performance.now() - t);
+    }
+    return { p50_ms: round(quantile(ms, 0.5)), p99_ms: round(quantile(ms, 0.99)) };
   };
   const reads = {
     summary_30d_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`),

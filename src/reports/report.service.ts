@@ -137,9 +137,9 @@ export function spansOf(first: number, lastBlockDay: number, last: number): { bl
     if (run && run[1] === d - 1) run[1] = d;
     else days.push([d, d]);
   };
+  const end = Math.min(last, lastBlockDay);
   let p = first;
   while (p <= last) {
-    const end = Math.min(last, lastBlockDay);
     const size = BLOCK_SIZES.find((s) => p % s === 0 && p + s - 1 <= end);
     if (size) {
       blocks.push([p, p + size - 1]);
@@ -208,11 +208,8 @@ export class ReportService {
     await repo.cacheBlocks(trx, scope, read.missing);
     // Read again, the blocks just cached included: under the lock no fold can take them away.
     const again = await repo.blockGrid(trx, scope, wanted);
-    if (again.missing.length === 0) return again.grid;
-    // Not expected (the lock keeps them): what is still missing is read day by day.
-    const missing = new Set(again.missing.map((b) => b.first));
-    const cached = wanted.blocks.filter((b) => !missing.has(b.first));
-    return (await repo.blockGrid(trx, scope, { blocks: cached, days: [...wanted.days, ...again.missing] })).grid;
+    if (again.missing.length > 0) throw new Error(`report blocks missing after they were cached under the rollup lock: ${JSON.stringify(again.missing)}`);
+    return again.grid;
   }
 
   /** The daily ranks of a range: past days' from their cache (filled where missing), the others' from the grid. */

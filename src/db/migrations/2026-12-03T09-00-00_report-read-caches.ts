@@ -2,8 +2,8 @@
 import { type Kysely, sql } from 'kysely';
 
 // What a report reads of the daily grid grows with the days of its range times the grid values each day
-// holds: for a tenant at a million conversations a year, a 30-day summary or daily series read about
-// 200,000 grid rows, for figures of past days that no longer change. Two caches of what past days come
+// holds, which for a busy tenant is thousands per kind: a 30-day summary or daily series read them all
+// again at every request, for figures of past days that no longer change. Two caches of what past days come
 // to, filled by the reads that need them (src/reports/report.repository.ts) and emptied by every change
 // of what they were computed from:
 // - report_day_ranks: per kind and day, the ranks a daily series' median and p90 are read from;
