@@ -467,8 +467,8 @@ export const samples: Record<string, Record<string, unknown>> = {
   'search/search.repository.ts': of<typeof search>({
     searchConversations: {
       cases: {
-        member: [{ tsquery: "'order':*", pattern: '%order%', text: 'order', publicOnly: false, limit: 20, offset: 0 }],
-        'bot, filtered': [{ tsquery: "'order':*", pattern: '%order%', text: 'order', status: 'open', labelId: 'lbl', publicOnly: true, botId: 'bot', limit: 20, offset: 0 }],
+        member: [{ tsquery: "'order':*", pattern: '%order%', partsPattern: '%order%', text: 'order', publicOnly: false, limit: 20, offset: 0 }],
+        'bot, filtered': [{ tsquery: "'order':*", pattern: '%order%', partsPattern: null, text: 'order', status: 'open', labelId: 'lbl', publicOnly: true, botId: 'bot', limit: 20, offset: 0 }],
       },
     },
   }),
@@ -495,7 +495,14 @@ export const samples: Record<string, Record<string, unknown>> = {
     rollupTotals: { cases: { summary: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }, false] } },
     rollupDailyPercentiles: [{ tenantId: 'tn', firstDay: '2026-01-01', lastDay: '2026-01-30', dimension: 'tenant', key: '' }],
     lockRollupsShared: ['tn'],
-    cacheBlocks: [{ tenantId: 'tn', dimension: 'label', key: 'lbl' }, [{ first: '2026-01-04', last: '2026-01-07' }, { first: '2026-01-08', last: '2026-01-15' }]],
+    cacheBlocks: [
+      { tenantId: 'tn', dimension: 'label', key: 'lbl' },
+      [
+        { block: { first: '2026-01-04', last: '2026-01-07' }, from: { blocks: [], days: [{ first: '2026-01-04', last: '2026-01-07' }] } },
+        { block: { first: '2026-01-08', last: '2026-01-15' }, from: { blocks: [{ first: '2026-01-08', last: '2026-01-11' }], days: [{ first: '2026-01-12', last: '2026-01-15' }] } },
+      ],
+    ],
+    cachedBlocksWithin: [{ tenantId: 'tn', dimension: 'label', key: 'lbl' }, { first: '2026-01-04', last: '2026-01-15' }],
     blockGrid: {
       cases: {
         'blocks and days': [{ tenantId: 'tn', dimension: 'tenant', key: '' }, { blocks: [{ first: '2026-01-04', last: '2026-01-07' }], days: [{ first: '2026-01-01', last: '2026-01-03' }] }],

@@ -176,6 +176,19 @@ from
 select
   pg_advisory_xact_lock_shared(1919251556, hashtext ($1) & 2147483647);
 
+-- report.cachedBlocksWithin
+select
+  to_char(rb.first_day, 'YYYY-MM-DD') as first,
+  to_char(rb.last_day, 'YYYY-MM-DD') as last
+from
+  report_blocks rb
+where
+  rb.tenant_id = $1
+  and rb.dimension = $2
+  and rb.key = $3
+  and rb.first_day >= $4::date
+  and rb.last_day <= $5::date;
+
 -- report.cacheBlocks
 with
   marks as (
@@ -262,6 +275,20 @@ from
     from
       (
         select
+          bg.kind,
+          bg.business,
+          bg.grid,
+          bg.n
+        from
+          report_block_grid bg
+        where
+          bg.tenant_id = $24
+          and bg.dimension = $25
+          and bg.key = $26
+          and bg.first_day = $27::date
+          and bg.last_day = $28::date
+        union all
+        select
           g.kind,
           g.business,
           g.grid,
@@ -269,11 +296,11 @@ from
         from
           report_daily_grid g
         where
-          g.tenant_id = $24
-          and g.kind = any (array[$25, $26, $27, $28]::text[])
-          and g.dimension = $29
-          and g.key = $30
-          and g.day between $31::date and $32::date
+          g.tenant_id = $29
+          and g.kind = any (array[$30, $31, $32, $33]::text[])
+          and g.dimension = $34
+          and g.key = $35
+          and g.day between $36::date and $37::date
       ) as d
     group by
       d.kind,

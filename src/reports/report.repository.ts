@@ -175,23 +175,46 @@ const dailyGridOf = (scope: RollupScope, span: Span) => sql`
   where g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)}) and g.dimension = ${scope.dimension} and g.key = ${scope.key}
     and g.day between ${span.first}::date and ${span.last}::date`;
 
+/** The blocks of a scope whose grid counts are cached, within a span of days. */
+export async function cachedBlocksWithin(trx: Tx, scope: RollupScope, within: Span): Promise<Span[]> {
+  const { rows } = await sql<Span>`
+    select to_char(rb.first_day, 'YYYY-MM-DD') as first, to_char(rb.last_day, 'YYYY-MM-DD') as last
+    from report_blocks rb
+    where rb.tenant_id = ${scope.tenantId} and rb.dimension = ${scope.dimension} and rb.key = ${scope.key}
+      and rb.first_day >= ${within.first}::date and rb.last_day <= ${within.last}::date
+  `.execute(trx);
+  return rows;
+}
+
+/** A block of days to cache, and what its counts are summed from: cached blocks within it, and its other days. */
+export interface BlockToCache {
+  block: Span;
+  from: { blocks: Span[]; days: Span[] };
+}
+
 /**
- * Caches the grid counts of these blocks of days, summed from the daily grid (under lockRollupsShared).
- * A block another read cached meanwhile is left as it is: both counted the same rollups.
+ * Caches the grid counts of these blocks of days (under lockRollupsShared, which keeps the cached blocks
+ * they are summed from in place). A block another read cached meanwhile is left as it is: both counted
+ * the same rollups.
  */
-export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: Span[]): Promise<void> {
+export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: BlockToCache[]): Promise<void> {
   if (blocks.length === 0) return;
-  // Each block's days are read as an index range of their own: joined to a list of blocks, the planner
-  // read every day of the key instead.
+  // Each part is an index lookup or range of its own: joined to a list of blocks, the planner read every
+  // day of the key instead.
+  const blockGridOf = (b: Span) => sql`
+    select bg.kind, bg.business, bg.grid, bg.n from report_block_grid bg
+    where bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
+      and bg.first_day = ${b.first}::date and bg.last_day = ${b.last}::date`;
   const counts = blocks.map(
-    (b) => sql`select ${b.first}::date as first_day, ${b.last}::date as last_day, d.kind, d.business, d.grid, sum(d.n) as n
-      from (${dailyGridOf(scope, b)}) as d group by d.kind, d.business, d.grid having sum(d.n) <> 0`,
+    ({ block, from }) => sql`select ${block.first}::date as first_day, ${block.last}::date as last_day, d.kind, d.business, d.grid, sum(d.n) as n
+      from (${sql.join([...from.blocks.map(blockGridOf), ...from.days.map((d) => dailyGridOf(scope, d))], sql` union all `)}) as d
+      group by d.kind, d.business, d.grid having sum(d.n) <> 0`,
   );
   await sql`
     with marks as (
       insert into report_blocks (tenant_id, dimension, key, first_day, last_day)
       select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, w.first_day, w.last_day
-      from (values ${spanValues(blocks)}) as w (first_day, last_day)
+      from (values ${spanValues(blocks.map((b) => b.block))}) as w (first_day, last_day)
       on conflict do nothing
       returning first_day, last_day
     )

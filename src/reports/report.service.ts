@@ -149,6 +149,31 @@ export function spansOf(first: number, lastBlockDay: number, last: number): { bl
   return { blocks, days };
 }
 
+/**
+ * What a block's counts are summed from: its halves (and theirs, down to blocks of the smallest size)
+ * where they are cached, its days where not. The block that ends on yesterday is new each day, and the
+ * reads of the days before cached most of it in smaller blocks: summed from those, it reads a few blocks
+ * and days instead of every day.
+ */
+export function partsOf(first: number, last: number, cached: ReadonlySet<string>): { blocks: [number, number][]; days: [number, number][] } {
+  const blocks: [number, number][] = [];
+  const days: [number, number][] = [];
+  const visit = (a: number, b: number, whole: boolean) => {
+    if (!whole && cached.has(`${dayKey(a)}:${dayKey(b)}`)) blocks.push([a, b]);
+    else if (b - a + 1 >= 2 * BLOCK_SIZES.at(-1)!) {
+      const half = (b - a + 1) / 2;
+      visit(a, a + half - 1, false);
+      visit(a + half, b, false);
+    } else {
+      const run = days.at(-1);
+      if (run && run[1] === a - 1) run[1] = b;
+      else days.push([a, b]);
+    }
+  };
+  visit(first, last, true);
+  return { blocks, days };
+}
+
 /** Which path answers: rollups where they can (the default), or always the facts (to compare them). */
 export type ReportRead = 'rollups' | 'facts';
 
@@ -205,7 +230,18 @@ export class ReportService {
     const read = await repo.blockGrid(trx, scope, wanted);
     if (read.missing.length === 0) return read.grid;
     await repo.lockRollupsShared(trx, scope.tenantId);
-    await repo.cacheBlocks(trx, scope, read.missing);
+    const dayOf = (key: string) => Date.parse(`${key}T00:00:00Z`) / DAY_MS;
+    const within = { first: read.missing.map((b) => b.first).sort()[0]!, last: read.missing.map((b) => b.last).sort().at(-1)! };
+    const cached = await repo.cachedBlocksWithin(trx, scope, within);
+    const cachedKeys = new Set(cached.map((b) => `${b.first}:${b.last}`));
+    await repo.cacheBlocks(
+      trx,
+      scope,
+      read.missing.map((block) => {
+        const parts = partsOf(dayOf(block.first), dayOf(block.last), cachedKeys);
+        return { block, from: { blocks: asSpans(parts.blocks), days: asSpans(parts.days) } };
+      }),
+    );
     // Read again, the blocks just cached included: under the lock no fold can take them away.
     const again = await repo.blockGrid(trx, scope, wanted);
     if (again.missing.length > 0) throw new Error(`report blocks missing after they were cached under the rollup lock: ${JSON.stringify(again.missing)}`);

@@ -17,7 +17,7 @@ with
       end as rank
     from
       q,
-      search_messages (q.tsq, $3::text, $4::boolean) m
+      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int) m
     order by
       m.conversation_id,
       rank desc,
@@ -37,33 +37,36 @@ with
         q.tsq
       ) + 0.05 as rank
     from
-      contacts k
-      join conversations c on c.contact_id = k.id,
-      q
-    where
-      to_tsvector(
-        'simple',
-        (
-          coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '')
-        )
-      ) @@ q.tsq
-      or (
-        coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '')
-      ) ilike $5
+      q,
+      search_newest_contacts (q.tsq, $6::text, $7::int) k
+      join conversations c on c.contact_id = k.id
   ),
   label_hits as (
     select
-      cl.conversation_id,
-      0.1 + case
-        when lower(l.name) = $6 then 0.1
-        else 0
-      end as rank
+      h.conversation_id,
+      h.rank
     from
       labels l
-      join conversation_labels cl on cl.label_id = l.id
+      cross join lateral (
+        -- Conversation ids are UUIDv7: the newest conversations of the label first, along its index.
+        select
+          cl.conversation_id,
+          0.1 + case
+            when lower(l.name) = $8 then 0.1
+            else 0
+          end as rank
+        from
+          conversation_labels cl
+        where
+          cl.label_id = l.id
+        order by
+          cl.conversation_id desc
+        limit
+          $9
+      ) as h
     where
-      lower(l.name) = $7
-      or l.name ilike $8
+      lower(l.name) = $10
+      or l.name ilike $11
   ),
   hits as (
     select
@@ -110,9 +113,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $9
+      $12
     offset
-      $10
+      $13
   )
 select
   r.conversation_id,
@@ -122,7 +125,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $11)
+    else ts_headline('simple', mh.content, q.tsq, $14)
   end as snippet
 from
   ranked r
@@ -150,7 +153,7 @@ with
       end as rank
     from
       q,
-      search_messages (q.tsq, $3::text, $4::boolean) m
+      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int) m
     order by
       m.conversation_id,
       rank desc,
@@ -170,33 +173,36 @@ with
         q.tsq
       ) + 0.05 as rank
     from
-      contacts k
-      join conversations c on c.contact_id = k.id,
-      q
-    where
-      to_tsvector(
-        'simple',
-        (
-          coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '')
-        )
-      ) @@ q.tsq
-      or (
-        coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '')
-      ) ilike $5
+      q,
+      search_newest_contacts (q.tsq, $6::text, $7::int) k
+      join conversations c on c.contact_id = k.id
   ),
   label_hits as (
     select
-      cl.conversation_id,
-      0.1 + case
-        when lower(l.name) = $6 then 0.1
-        else 0
-      end as rank
+      h.conversation_id,
+      h.rank
     from
       labels l
-      join conversation_labels cl on cl.label_id = l.id
+      cross join lateral (
+        -- Conversation ids are UUIDv7: the newest conversations of the label first, along its index.
+        select
+          cl.conversation_id,
+          0.1 + case
+            when lower(l.name) = $8 then 0.1
+            else 0
+          end as rank
+        from
+          conversation_labels cl
+        where
+          cl.label_id = l.id
+        order by
+          cl.conversation_id desc
+        limit
+          $9
+      ) as h
     where
-      lower(l.name) = $7
-      or l.name ilike $8
+      lower(l.name) = $10
+      or l.name ilike $11
   ),
   hits as (
     select
@@ -236,7 +242,7 @@ with
       join conversations c on c.id = h.conversation_id
     where
       true
-      and c.status = $9
+      and c.status = $12
       and exists (
         select
           1
@@ -244,9 +250,9 @@ with
           conversation_labels fl
         where
           fl.conversation_id = c.id
-          and fl.label_id = $10
+          and fl.label_id = $13
       )
-      and c.bot_id = $11
+      and c.bot_id = $14
     group by
       h.conversation_id
     order by
@@ -254,9 +260,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $12
+      $15
     offset
-      $13
+      $16
   )
 select
   r.conversation_id,
@@ -266,7 +272,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $14)
+    else ts_headline('simple', mh.content, q.tsq, $17)
   end as snippet
 from
   ranked r

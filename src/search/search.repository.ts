@@ -5,12 +5,17 @@ import type { Tx } from '../db/database.ts';
 // contact's name, e-mail and custom attributes), trigrams for parts of words, label names. Runs as the
 // request role: row-level security keeps it inside the tenant whatever the query says.
 //
-// Messages come from search_messages() (migration 2026-12-01T09-00-00): under row-level security the
-// full-text and trigram indexes do not apply (their operators are not leakproof), so it finds the
-// messages of the transaction's tenant with its owner's rights. It searches parts of words (trigrams)
-// only when no message has the words or words they begin: an order number, or any word in the text, is
-// found through the full-text index alone, as a trigram search for it reads most of a large tenant's
-// messages (issue 44: a search under 300 ms p99).
+// Messages and contacts come from search_newest_messages() and search_newest_contacts() (migration
+// 2026-12-04T09-00-00): under row-level security the full-text and trigram indexes do not apply (their
+// operators are not leakproof), so they find the rows of the transaction's tenant with its owner's rights.
+// Each kind of match is bounded to its newest `candidates` (issue 44: a search under 300 ms p99): a common
+// word, or the first letters of many words, matches a large share of a large tenant's messages, and
+// ranking them all read each one. Parts of words (trigrams) are searched in messages only when no message
+// has the words or words they begin: an order number, or any word in the text, is found through the
+// full-text index alone, as a trigram search for it reads most of a large tenant's messages.
+
+/** How many matches of each kind (messages, contacts, conversations of a label) a search ranks at most. */
+export const SEARCH_CANDIDATES = 1000;
 
 /** The contact's searchable text: exactly the expression of contacts_fts_idx and contacts_trgm_idx. */
 const contactDocument = sql`(coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, ''))`;
@@ -33,8 +38,10 @@ export async function searchConversations(
   input: {
     /** A prefix tsquery in to_tsquery syntax ('word':* & ...), built from letters and digits only. */
     tsquery: string;
-    /** An ILIKE pattern of the whole query (its wildcards escaped). */
+    /** An ILIKE pattern of the whole query (its wildcards escaped), for label names. */
     pattern: string;
+    /** The same for messages and contacts, by their trigram indexes; null when it has no trigram. */
+    partsPattern: string | null;
     /** The query's words, lower case, for label names. */
     text: string;
     status?: string | undefined;
@@ -44,6 +51,8 @@ export async function searchConversations(
     botId?: string | undefined;
     limit: number;
     offset: number;
+    /** SEARCH_CANDIDATES unless a test needs fewer. */
+    candidates?: number;
   },
 ): Promise<SearchHit[]> {
   const statusFilter = input.status ? sql`and c.status = ${input.status}` : sql``;
@@ -51,22 +60,27 @@ export async function searchConversations(
     ? sql`and exists (select 1 from conversation_labels fl where fl.conversation_id = c.id and fl.label_id = ${input.labelId})`
     : sql``;
   const botFilter = input.botId ? sql`and c.bot_id = ${input.botId}` : sql``;
+  const candidates = input.candidates ?? SEARCH_CANDIDATES;
   const result = await sql<SearchHit>`
     with q as (select to_tsquery('simple', ${input.tsquery}) as tsq),
     message_hits as (
       select distinct on (m.conversation_id) m.conversation_id, m.id as message_id, m.content,
         ts_rank(to_tsvector('simple', m.content), q.tsq) + case when m.content ilike ${input.pattern} then 0.05 else 0 end as rank
-      from q, search_messages(q.tsq, ${input.pattern}::text, ${input.publicOnly}::boolean) m
+      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${candidates}::int) m
       order by m.conversation_id, rank desc, m.created_at desc, m.id desc
     ),
     contact_hits as (
       select c.id as conversation_id, ts_rank(to_tsvector('simple', ${contactDocument}), q.tsq) + 0.05 as rank
-      from contacts k join conversations c on c.contact_id = k.id, q
-      where to_tsvector('simple', ${contactDocument}) @@ q.tsq or ${contactDocument} ilike ${input.pattern}
+      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${candidates}::int) k join conversations c on c.contact_id = k.id
     ),
     label_hits as (
-      select cl.conversation_id, 0.1 + case when lower(l.name) = ${input.text} then 0.1 else 0 end as rank
-      from labels l join conversation_labels cl on cl.label_id = l.id
+      select h.conversation_id, h.rank from labels l
+      cross join lateral (
+        -- Conversation ids are UUIDv7: the newest conversations of the label first, along its index.
+        select cl.conversation_id, 0.1 + case when lower(l.name) = ${input.text} then 0.1 else 0 end as rank
+        from conversation_labels cl where cl.label_id = l.id
+        order by cl.conversation_id desc limit ${candidates}
+      ) as h
       where lower(l.name) = ${input.text} or l.name ilike ${input.pattern}
     ),
     hits as (

@@ -41,10 +41,13 @@ export class SearchService {
     const page = { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
     const botId = principal.kind === 'api_key' ? principal.botId : undefined;
     const text = query.q.trim();
+    const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     return this.#database.withTenant(principal.tenantId, async (trx) => {
       const hits = await repo.searchConversations(trx, {
         tsquery: words.map((w) => `'${w}':*`).join(' & '),
-        pattern: `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
+        pattern,
+        // A pattern with no run of three letters has no trigram to look up: it would read every row.
+        partsPattern: words.some((w) => [...w].length >= 3) ? pattern : null,
         text: text.toLowerCase(),
         status: query.status,
         labelId: query.label,

@@ -7,7 +7,7 @@ import { inTenantTransaction } from '../../src/events/outbox.ts';
 import { openSecondsBetween } from '../../src/reports/business-time.ts';
 import { foldJob } from '../../src/reports/fold.job.ts';
 import { foldPendingFacts } from '../../src/reports/report.repository.ts';
-import { ReportService, pointsOf, rangeOf, spansOf } from '../../src/reports/report.service.ts';
+import { ReportService, partsOf, pointsOf, rangeOf, spansOf } from '../../src/reports/report.service.ts';
 import type { UserPrincipal } from '../../src/shared/principal.ts';
 import { type TestTenant, createConversation, createTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
@@ -216,6 +216,32 @@ describe('reports', function () {
     expect(shifted.summary.response.count).to.equal(3);
   });
 
+  it('a block is summed from the smaller cached blocks inside it: the figures stay those of the facts', async () => {
+    const { app, database } = await getHarness();
+    const t = await createTenant({ timezone: 'UTC' });
+    const auth = bearer(t.owner.accessToken);
+    const c = await createConversation(t);
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const at = (offset: number, seconds: number) => new Date(Date.parse(`${day(offset)}T10:00:00Z`) + seconds * 1000);
+    for (const [offset, wait] of [[-60, 50], [-45, 70], [-33, 20], [-21, 300], [-12, 90], [-5, 40]] as const) {
+      await visitorSays(t, c.id, 'hello', at(offset, 0));
+      await memberSays(t, c.id, 'hi', at(offset, wait));
+    }
+    const principal: UserPrincipal = { kind: 'user', userId: t.owner.userId, tenantId: t.tenantId, role: 'owner', seat: 'full', sessionId: 'ses_x' };
+    const factsOnly = new ReportService(database, { read: 'facts' });
+    const same = async (range: { from: string; to: string }) => {
+      const summary = (await request(app).get(`/api/v1/reports/summary?from=${range.from}&to=${range.to}`).set(auth).expect(200)).body;
+      expect(summary, `${range.from}..${range.to}`).to.deep.equal(await factsOnly.summary(principal, range));
+    };
+    // Short ranges first (small blocks), then longer ones over them (larger blocks, summed from those).
+    for (const length of [6, 14, 30, 62]) for (let end = -40; end <= 0; end += 7) await same({ from: day(end - length), to: day(end) });
+    const blocks = await database.withTenant(t.tenantId, (trx) =>
+      trx.selectFrom('report_blocks').select([sql<string>`first_day::text`.as('first'), sql<string>`last_day::text`.as('last')]).where('dimension', '=', 'tenant').execute(),
+    );
+    const nested = blocks.filter((b) => blocks.some((o) => o !== b && o.first <= b.first && b.last <= o.last));
+    expect(nested.length, 'cached blocks inside larger cached ones').to.be.greaterThan(0);
+  });
+
   it('spansOf: blocks aligned to their size, only up to the last day they may hold, and days, covering the range once', () => {
     for (const [first, lastBlock, last] of [[20_000, 20_029, 20_030], [19_990, 20_100, 20_300], [5, 4, 9], [-7, 3, 3], [0, 1000, 399]] as const) {
       const { blocks, days } = spansOf(first, lastBlock, last);
@@ -230,6 +256,34 @@ describe('reports', function () {
     const { blocks, days } = spansOf(20_421, 20_449, 20_450);
     expect(blocks.length).to.be.at.most(5);
     expect(days.reduce((n, [a, b]) => n + b - a + 1, 0)).to.be.at.most(7);
+  });
+
+  it('partsOf: a new block is summed from the cached blocks inside it and its other days, each day once; day after day, a few reads', () => {
+    const key = (a: number, b: number) => `${new Date(a * 86_400_000).toISOString().slice(0, 10)}:${new Date(b * 86_400_000).toISOString().slice(0, 10)}`;
+    const cached = new Set<string>();
+    let mostDays = 0;
+    let mostBlocks = 0;
+    // A 30-day range read each day for 300 days: yesterday's blocks are new, the days before are cached.
+    for (let today = 20_000; today < 20_300; today++) {
+      for (const [a, b] of spansOf(today - 29, today - 1, today).blocks) {
+        if (cached.has(key(a, b))) continue;
+        const { blocks, days } = partsOf(a, b, cached);
+        const covered = [...blocks, ...days].flatMap(([x, y]) => Array.from({ length: y - x + 1 }, (_, i) => x + i)).sort((x, y) => x - y);
+        expect(covered, `${a}..${b}`).to.deep.equal(Array.from({ length: b - a + 1 }, (_, i) => a + i));
+        for (const [x, y] of blocks) expect(cached.has(key(x, y)) && !(x === a && y === b), `${x}..${y} in ${a}..${b}`).to.equal(true);
+        // The first read of the range has nothing cached.
+        if (today > 20_000) {
+          mostDays = Math.max(mostDays, days.reduce((n, [x, y]) => n + y - x + 1, 0));
+          mostBlocks = Math.max(mostBlocks, blocks.length);
+        }
+        cached.add(key(a, b));
+      }
+    }
+    // Summed from days alone, a 16-day block would read 16. The most are read where the range's start
+    // moves into a larger block cached whole: the smaller blocks after it were never cached.
+    expect(mostDays, 'days read for one new block').to.be.at.most(8);
+    expect(mostBlocks).to.be.at.most(4);
+    expect(partsOf(20_000, 20_015, new Set()), 'nothing cached: its days').to.deep.equal({ blocks: [], days: [[20_000, 20_015]] });
   });
 
   it('series: one point per day (or hour) of the range in the time zone, empty ones included; CSV by format or Accept', async () => {
