@@ -74,6 +74,10 @@ async function main(): Promise<void> {
 }
 
 if (import.meta.main) {
-  enableCompileCache();
+  const cache = enableCompileCache();
+  // Threads started from here on (the embedded database's, the password pool's) then have the cache on
+  // before their first module loads: a restart takes even their entry files' code from it, and Node's
+  // TypeScript stripper (a WebAssembly module) is not loaded in them at all.
+  if (cache.directory) process.env.NODE_COMPILE_CACHE ??= cache.directory;
   await main();
 }

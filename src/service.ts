@@ -227,6 +227,8 @@ export async function startService(config: Config, opening?: Promise<Database>):
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${config.tls ? 'https' : 'http'}://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
   logger.info({ url, database: database.kind }, 'listening');
+  // The password threads start now that the service answers (src/auth/password.ts).
+  passwords.warm();
 
   const stop = () =>
     (stopping ??= (async () => {
