@@ -31,4 +31,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:3000/api/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The preload starts tracing only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md, Tracing).
-CMD ["node", "--import", "./src/telemetry/preload.ts", "src/server.ts"]
+CMD ["node", "src/main.js"]

@@ -1,4 +1,5 @@
-// The entry point (`node src/server.ts`): the configuration, then the service (src/service.ts), stopped
+// The service's start (`npm start` runs it through src/main.js; `node src/server.ts` runs it directly): the
+// configuration, then the service (src/service.ts), stopped
 // gracefully on SIGTERM and SIGINT. It imports the service only once Node's compile cache is on: a
 // restart then reads the compiled code of its thousand-odd modules from the cache instead of compiling
 // them again (under the system's temporary directory, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1
@@ -16,7 +17,8 @@ export async function startService(config: Config, opening?: Promise<Database>):
   return service.startService(config, opening);
 }
 
-async function main(): Promise<void> {
+/** Reads the configuration and runs the service until SIGTERM or SIGINT (src/main.js, or this file run directly). */
+export async function main(): Promise<void> {
   const { ConfigError, loadConfig } = await import('./config.ts');
   let config: Config;
   try {

@@ -4,6 +4,7 @@
 //                 beside: a process that creates PGlite in an empty directory and runs one query
 //   restart       the service again on that directory; beside: a process that opens that same directory
 //                 as the service opens it (with pg_trgm, which its schema uses) and runs one query
+// The service is started as `npm start` starts it (node src/main.js), without npm.
 // Each is timed from spawn to its first answer (the health check's, the query's): neither pays for its
 // shutdown, which the service never does before it answers. (Until 2026-11-28 the PGlite processes were
 // timed to their exit and the reopen was of a directory PGlite alone had made: those figures had other
@@ -100,13 +101,13 @@ for (let r = 0; r < rounds; r++) {
   const coldDir = mkdtempSync(join(tmpdir(), 'bench-start-cold-'));
   add(
     'service.first_start_without_template_ms',
-    await timed(['src/server.ts'], { ...env, DATA_DIR: coldDir, PGLITE_TEMPLATE: 'false', PORT: String(port) }, `http://127.0.0.1:${port}/api/health`),
+    await timed(['src/main.js'], { ...env, DATA_DIR: coldDir, PGLITE_TEMPLATE: 'false', PORT: String(port) }, `http://127.0.0.1:${port}/api/health`),
   );
   rmSync(coldDir, { recursive: true, force: true });
   port = await freePort();
-  add('service.first_start_ms', await timed(['src/server.ts'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
+  add('service.first_start_ms', await timed(['src/main.js'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
   port = await freePort();
-  add('service.restart_ms', await timed(['src/server.ts'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
+  add('service.restart_ms', await timed(['src/main.js'], { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/api/health`));
   add('pglite.reopen_same_dir_ms', await timed(['--input-type=module', '-e', PGLITE_REOPEN, join(dataDir, 'pglite')]));
   rmSync(dataDir, { recursive: true, force: true });
 

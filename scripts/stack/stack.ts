@@ -279,7 +279,7 @@ const instanceEnvPath = (dir: string, index: number) => join(dir, `app-${index +
 
 function launchInstance(dir: string, index: number, log: string): number {
   const env = JSON.parse(readFileSync(instanceEnvPath(dir, index), 'utf8')) as Record<string, string>;
-  return daemon(process.execPath, ['--import', './src/telemetry/preload.ts', 'src/server.ts'], log, { PATH: process.env.PATH, ...env });
+  return daemon(process.execPath, ['src/main.js'], log, { PATH: process.env.PATH, ...env });
 }
 
 async function launchRedis(state: StackState): Promise<void> {
