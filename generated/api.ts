@@ -1439,9 +1439,9 @@ export interface paths {
          *     or more match by trigrams (`pg_trgm`). In messages, parts of words are looked for only when no whole
          *     word or word beginning matched in the tenant's messages. Best match first (`rank`); each result says where it matched and, for a
          *     message, shows the matching part with the words in `<b>…</b>` (the rest HTML-escaped).
-         *     Each kind of match counts its newest 1,000 at most: messages (by when they were written), contacts
+         *     Each kind of match counts its newest 200 at most: messages (by when they were written), contacts
          *     (by when they were added) and a label's conversations (by when they began). A word written in more
-         *     than 1,000 messages ranks the conversations of its newest 1,000, and `total` counts the conversations
+         *     than 200 messages ranks the conversations of its newest 200, and `total` counts the conversations
          *     found so; add words to find older ones.
          *     `q` over 200 characters, or with no letter or digit, is 400 naming `q`.
          */

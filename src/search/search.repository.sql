@@ -17,7 +17,7 @@ with
       end as rank
     from
       q,
-      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int) m
+      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int, $6::int) m
     order by
       m.conversation_id,
       rank desc,
@@ -38,7 +38,7 @@ with
       ) + 0.05 as rank
     from
       q,
-      search_newest_contacts (q.tsq, $6::text, $7::int) k
+      search_newest_contacts (q.tsq, $7::text, $8::int, $9::int) k
       join conversations c on c.contact_id = k.id
   ),
   label_hits as (
@@ -52,7 +52,7 @@ with
         select
           cl.conversation_id,
           0.1 + case
-            when lower(l.name) = $8 then 0.1
+            when lower(l.name) = $10 then 0.1
             else 0
           end as rank
         from
@@ -62,11 +62,11 @@ with
         order by
           cl.conversation_id desc
         limit
-          $9
+          $11
       ) as h
     where
-      lower(l.name) = $10
-      or l.name ilike $11
+      lower(l.name) = $12
+      or l.name ilike $13
   ),
   hits as (
     select
@@ -113,9 +113,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $12
+      $14
     offset
-      $13
+      $15
   )
 select
   r.conversation_id,
@@ -125,7 +125,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $14)
+    else ts_headline('simple', mh.content, q.tsq, $16)
   end as snippet
 from
   ranked r
@@ -153,7 +153,7 @@ with
       end as rank
     from
       q,
-      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int) m
+      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int, $6::int) m
     order by
       m.conversation_id,
       rank desc,
@@ -174,7 +174,7 @@ with
       ) + 0.05 as rank
     from
       q,
-      search_newest_contacts (q.tsq, $6::text, $7::int) k
+      search_newest_contacts (q.tsq, $7::text, $8::int, $9::int) k
       join conversations c on c.contact_id = k.id
   ),
   label_hits as (
@@ -188,7 +188,7 @@ with
         select
           cl.conversation_id,
           0.1 + case
-            when lower(l.name) = $8 then 0.1
+            when lower(l.name) = $10 then 0.1
             else 0
           end as rank
         from
@@ -198,11 +198,11 @@ with
         order by
           cl.conversation_id desc
         limit
-          $9
+          $11
       ) as h
     where
-      lower(l.name) = $10
-      or l.name ilike $11
+      lower(l.name) = $12
+      or l.name ilike $13
   ),
   hits as (
     select
@@ -242,7 +242,7 @@ with
       join conversations c on c.id = h.conversation_id
     where
       true
-      and c.status = $12
+      and c.status = $14
       and exists (
         select
           1
@@ -250,9 +250,9 @@ with
           conversation_labels fl
         where
           fl.conversation_id = c.id
-          and fl.label_id = $13
+          and fl.label_id = $15
       )
-      and c.bot_id = $14
+      and c.bot_id = $16
     group by
       h.conversation_id
     order by
@@ -260,9 +260,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $15
+      $17
     offset
-      $16
+      $18
   )
 select
   r.conversation_id,
@@ -272,7 +272,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $17)
+    else ts_headline('simple', mh.content, q.tsq, $19)
   end as snippet
 from
   ranked r

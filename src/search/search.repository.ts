@@ -15,7 +15,9 @@ import type { Tx } from '../db/database.ts';
 // full-text index alone, as a trigram search for it reads most of a large tenant's messages.
 
 /** How many matches of each kind (messages, contacts, conversations of a label) a search ranks at most. */
-export const SEARCH_CANDIDATES = 1000;
+export const SEARCH_CANDIDATES = 200;
+/** How many of the newest messages and contacts are read first, newest first, for words most of them hold. */
+export const SEARCH_NEWEST_READ = 20 * SEARCH_CANDIDATES;
 
 /** The contact's searchable text: exactly the expression of contacts_fts_idx and contacts_trgm_idx. */
 const contactDocument = sql`(coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, ''))`;
@@ -51,8 +53,6 @@ export async function searchConversations(
     botId?: string | undefined;
     limit: number;
     offset: number;
-    /** SEARCH_CANDIDATES unless a test needs fewer. */
-    candidates?: number;
   },
 ): Promise<SearchHit[]> {
   const statusFilter = input.status ? sql`and c.status = ${input.status}` : sql``;
@@ -60,18 +60,18 @@ export async function searchConversations(
     ? sql`and exists (select 1 from conversation_labels fl where fl.conversation_id = c.id and fl.label_id = ${input.labelId})`
     : sql``;
   const botFilter = input.botId ? sql`and c.bot_id = ${input.botId}` : sql``;
-  const candidates = input.candidates ?? SEARCH_CANDIDATES;
+  const candidates = SEARCH_CANDIDATES;
   const result = await sql<SearchHit>`
     with q as (select to_tsquery('simple', ${input.tsquery}) as tsq),
     message_hits as (
       select distinct on (m.conversation_id) m.conversation_id, m.id as message_id, m.content,
         ts_rank(to_tsvector('simple', m.content), q.tsq) + case when m.content ilike ${input.pattern} then 0.05 else 0 end as rank
-      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${candidates}::int) m
+      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${candidates}::int, ${SEARCH_NEWEST_READ}::int) m
       order by m.conversation_id, rank desc, m.created_at desc, m.id desc
     ),
     contact_hits as (
       select c.id as conversation_id, ts_rank(to_tsvector('simple', ${contactDocument}), q.tsq) + 0.05 as rank
-      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${candidates}::int) k join conversations c on c.contact_id = k.id
+      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${candidates}::int, ${SEARCH_NEWEST_READ}::int) k join conversations c on c.contact_id = k.id
     ),
     label_hits as (
       select h.conversation_id, h.rank from labels l

@@ -9,9 +9,10 @@ import { createTenant } from '../support/factories.ts';
 import { getHarness } from '../support/harness.ts';
 
 // A search ranks at most the newest SEARCH_CANDIDATES matches of each kind (issue 44: a search under
-// 300 ms p99 however common its words). search_newest_messages() finds them by looking back over growing
-// spans of time (a day, a week, a month, half a year, then all): whichever span it stops at, what it
-// answers must be exactly the newest matches, as a plain sort of every match would give them.
+// 300 ms p99 however common its words). search_newest_messages() finds them among the newest messages it
+// reads first, or by looking back over growing spans of time (a day, a week, a month, half a year, then
+// all); search_newest_contacts() among the newest contacts, or through its indexes: whichever way each
+// answers, it must be exactly the newest matches, as a plain sort of every match would give them.
 
 class Rollback extends Error {}
 
@@ -51,7 +52,9 @@ describe('search candidates: the newest matches of each kind', function () {
         ),
         fc.integer({ min: 1, max: 8 }),
         fc.boolean(),
-        async (messages, maxRows, publicOnly) => {
+        // How many of the newest messages are read first: none, some, all.
+        fc.integer({ min: 0, max: 50 }),
+        async (messages, maxRows, publicOnly, newestRead) => {
           const now = Date.now();
           const outcome = database.withTenant(t.tenantId, async (trx) => {
             const conversationId = await conversationAt(trx, t.tenantId, new Date(now));
@@ -70,7 +73,49 @@ describe('search candidates: the newest matches of each kind', function () {
               .slice(0, maxRows)
               .map((r) => r.id);
             const { rows: found } = await sql<{ id: string }>`
-              select id from search_newest_messages(to_tsquery('simple', 'alpha:*'), '%lph%', ${publicOnly}, ${maxRows})`.execute(trx);
+              select id from search_newest_messages(to_tsquery('simple', 'alpha:*'), '%lph%', ${publicOnly}, ${maxRows}, ${newestRead})`.execute(trx);
+            expect(found.map((r) => r.id)).to.deep.equal(newest);
+            throw new Rollback();
+          });
+          await outcome.then(
+            () => expect.fail('rolled back'),
+            (err: unknown) => {
+              if (!(err instanceof Rollback)) throw err;
+            },
+          );
+        },
+      ),
+      { numRuns: Number(process.env.SEARCH_PROPERTY_RUNS ?? 60) },
+    );
+  });
+
+  it('search_newest_contacts answers exactly the newest matching contacts, read newest first or through the indexes (fast-check)', async () => {
+    const { database } = await getHarness();
+    const t = await createTenant();
+    const names = ['Alpha Beta', 'alphabet', 'Xlphx', 'Gamma', 'beta alpha'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ ageHours: fc.integer({ min: 0, max: 400 * 24 }), name: fc.constantFrom(...names) }), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 0, max: 40 }),
+        fc.boolean(),
+        async (contacts, maxRows, newestRead, withParts) => {
+          const now = Date.now();
+          const outcome = database.withTenant(t.tenantId, async (trx) => {
+            const rows = [];
+            for (const [i, c] of contacts.entries()) {
+              const at = new Date(now - c.ageHours * HOUR_MS - i);
+              const id = newId('contact');
+              await sql`insert into contacts (id, tenant_id, name, created_at, updated_at) values (${id}, ${t.tenantId}, ${c.name}, ${at}, ${at})`.execute(trx);
+              rows.push({ ...c, at, id });
+            }
+            const newest = rows
+              .filter((r) => /(^| )alpha/i.test(r.name) || (withParts && r.name.toLowerCase().includes('lph')))
+              .sort((a, b) => b.at.getTime() - a.at.getTime())
+              .slice(0, maxRows)
+              .map((r) => r.id);
+            const { rows: found } = await sql<{ id: string }>`
+              select id from search_newest_contacts(to_tsquery('simple', 'alpha:*'), ${withParts ? '%lph%' : null}::text, ${maxRows}, ${newestRead})`.execute(trx);
             expect(found.map((r) => r.id)).to.deep.equal(newest);
             throw new Rollback();
           });
