@@ -11,9 +11,10 @@ import { type Kysely, sql } from 'kysely';
 // Otherwise the newest matches are looked for over a day, then a week, a month, half a year and all time
 // (stopping at the first span that holds enough), each span an index range of the tenant's messages by
 // time combined with the full-text index, so that only the matches within it are read; a rare word is
-// found through the full-text index alone. Each of those statements is planned for its values
-// (EXECUTE), since which index serves best depends on how common the words are. Parts of words
-// (trigrams) are looked for only when no word matched, as before, and bounded the same way.
+// found through the full-text index alone. Every statement is planned for its values (EXECUTE): which
+// index serves best depends on how common the words are, and a plan kept for any number of newest rows
+// to read sorted all of a large tenant's messages, for seconds. Parts of words (trigrams) are looked for
+// only when no word matched, as before, and bounded the same way.
 //
 // search_newest_contacts() does for contacts what search_messages() did for messages: under row-level
 // security their full-text and trigram indexes do not apply either (their operators are not leakproof), so
@@ -37,13 +38,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         span interval;
         ids text[];
       BEGIN
-        ids := ARRAY(
-          SELECT r.id FROM (
-            SELECT m.id, m.created_at, m.content, m.internal FROM messages m WHERE m.tenant_id = tenant
-            ORDER BY m.created_at DESC, m.id DESC LIMIT newest_read
+        EXECUTE 'SELECT ARRAY(SELECT r.id FROM (
+            SELECT m.id, m.created_at, m.content, m.internal FROM messages m WHERE m.tenant_id = $1
+            ORDER BY m.created_at DESC, m.id DESC LIMIT $2
           ) AS r
-          WHERE to_tsvector('simple', r.content) @@ tsq AND NOT (public_only AND r.internal)
-          ORDER BY r.created_at DESC, r.id DESC LIMIT max_rows);
+          WHERE to_tsvector(''simple'', r.content) @@ $3 AND NOT ($4 AND r.internal)
+          ORDER BY r.created_at DESC, r.id DESC LIMIT $5)'
+          INTO ids USING tenant, newest_read, tsq, public_only, max_rows;
         IF cardinality(ids) < max_rows THEN
           FOREACH span IN ARRAY ARRAY['1 day', '7 days', '31 days', '183 days', NULL]::interval[] LOOP
             EXECUTE 'SELECT ARRAY(SELECT m.id FROM messages m WHERE m.tenant_id = $1 AND m.created_at >= $2
@@ -73,13 +74,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         document CONSTANT text := 'coalesce(k.name, '''') || '' '' || coalesce(k.email, '''') || '' '' || coalesce(k.custom_attributes::text, '''')';
         ids text[];
       BEGIN
-        ids := ARRAY(
-          SELECT r.id FROM (
-            SELECT k.id, k.created_at, coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, '') AS document
-            FROM contacts k WHERE k.tenant_id = tenant ORDER BY k.created_at DESC, k.id DESC LIMIT newest_read
+        EXECUTE 'SELECT ARRAY(SELECT r.id FROM (
+            SELECT k.id, k.created_at, ' || document || ' AS document
+            FROM contacts k WHERE k.tenant_id = $1 ORDER BY k.created_at DESC, k.id DESC LIMIT $2
           ) AS r
-          WHERE to_tsvector('simple', r.document) @@ tsq OR r.document ILIKE pattern
-          ORDER BY r.created_at DESC, r.id DESC LIMIT max_rows);
+          WHERE to_tsvector(''simple'', r.document) @@ $3 OR r.document ILIKE $4
+          ORDER BY r.created_at DESC, r.id DESC LIMIT $5)'
+          INTO ids USING tenant, newest_read, tsq, pattern, max_rows;
         IF cardinality(ids) < max_rows THEN
           -- Ordered by an expression no index holds: every match through the full-text and trigram indexes, then sorted.
           EXECUTE 'SELECT ARRAY(SELECT k.id FROM contacts k WHERE k.tenant_id = $1 AND (to_tsvector(''simple'', ' || document || ') @@ $2'
