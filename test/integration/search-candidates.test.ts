@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import request from 'supertest';
-import type { Tx } from '../../src/db/database.ts';
+import type { Database, Tx } from '../../src/db/database.ts';
 import { newId } from '../../src/shared/ids.ts';
 import { SEARCH_CANDIDATES } from '../../src/search/search.repository.ts';
 import { createTenant } from '../support/factories.ts';
@@ -15,6 +15,21 @@ import { getHarness } from '../support/harness.ts';
 // answers, it must be exactly the newest matches, as a plain sort of every match would give them.
 
 class Rollback extends Error {}
+
+/** Runs fn in a transaction of the tenant that is rolled back at its end: each case starts from the same rows. */
+async function rolledBack(database: Database, tenantId: string, fn: (trx: Tx) => Promise<void>): Promise<void> {
+  await database
+    .withTenant(tenantId, async (trx) => {
+      await fn(trx);
+      throw new Rollback();
+    })
+    .then(
+      () => expect.fail('rolled back'),
+      (err: unknown) => {
+        if (!(err instanceof Rollback)) throw err;
+      },
+    );
+}
 
 const HOUR_MS = 3_600_000;
 
@@ -56,7 +71,7 @@ describe('search candidates: the newest matches of each kind', function () {
         fc.integer({ min: 0, max: 50 }),
         async (messages, maxRows, publicOnly, newestRead) => {
           const now = Date.now();
-          const outcome = database.withTenant(t.tenantId, async (trx) => {
+          await rolledBack(database, t.tenantId, async (trx) => {
             const conversationId = await conversationAt(trx, t.tenantId, new Date(now));
             const rows = [];
             for (const [i, m] of messages.entries()) {
@@ -75,14 +90,7 @@ describe('search candidates: the newest matches of each kind', function () {
             const { rows: found } = await sql<{ id: string }>`
               select id from search_newest_messages(to_tsquery('simple', 'alpha:*'), '%lph%', ${publicOnly}, ${maxRows}, ${newestRead})`.execute(trx);
             expect(found.map((r) => r.id)).to.deep.equal(newest);
-            throw new Rollback();
           });
-          await outcome.then(
-            () => expect.fail('rolled back'),
-            (err: unknown) => {
-              if (!(err instanceof Rollback)) throw err;
-            },
-          );
         },
       ),
       { numRuns: Number(process.env.SEARCH_PROPERTY_RUNS ?? 60) },
@@ -101,7 +109,7 @@ describe('search candidates: the newest matches of each kind', function () {
         fc.boolean(),
         async (contacts, maxRows, newestRead, withParts) => {
           const now = Date.now();
-          const outcome = database.withTenant(t.tenantId, async (trx) => {
+          await rolledBack(database, t.tenantId, async (trx) => {
             const rows = [];
             for (const [i, c] of contacts.entries()) {
               const at = new Date(now - c.ageHours * HOUR_MS - i);
@@ -117,14 +125,7 @@ describe('search candidates: the newest matches of each kind', function () {
             const { rows: found } = await sql<{ id: string }>`
               select id from search_newest_contacts(to_tsquery('simple', 'alpha:*'), ${withParts ? '%lph%' : null}::text, ${maxRows}, ${newestRead})`.execute(trx);
             expect(found.map((r) => r.id)).to.deep.equal(newest);
-            throw new Rollback();
           });
-          await outcome.then(
-            () => expect.fail('rolled back'),
-            (err: unknown) => {
-              if (!(err instanceof Rollback)) throw err;
-            },
-          );
         },
       ),
       { numRuns: Number(process.env.SEARCH_PROPERTY_RUNS ?? 60) },
