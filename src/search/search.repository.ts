@@ -8,7 +8,7 @@ import type { Tx } from '../db/database.ts';
 // Messages and contacts come from search_newest_messages() and search_newest_contacts() (migration
 // 2026-12-04T09-00-00): under row-level security the full-text and trigram indexes do not apply (their
 // operators are not leakproof), so they find the rows of the transaction's tenant with its owner's rights.
-// Each kind of match is bounded to its newest `candidates` (issue 44: a search under 300 ms p99): a common
+// Each kind of match is bounded to its newest SEARCH_CANDIDATES (issue 44: a search under 300 ms p99): a common
 // word, or the first letters of many words, matches a large share of a large tenant's messages, and
 // ranking them all read each one. Parts of words (trigrams) are searched in messages only when no message
 // has the words or words they begin: an order number, or any word in the text, is found through the
@@ -60,18 +60,17 @@ export async function searchConversations(
     ? sql`and exists (select 1 from conversation_labels fl where fl.conversation_id = c.id and fl.label_id = ${input.labelId})`
     : sql``;
   const botFilter = input.botId ? sql`and c.bot_id = ${input.botId}` : sql``;
-  const candidates = SEARCH_CANDIDATES;
   const result = await sql<SearchHit>`
     with q as (select to_tsquery('simple', ${input.tsquery}) as tsq),
     message_hits as (
       select distinct on (m.conversation_id) m.conversation_id, m.id as message_id, m.content,
         ts_rank(to_tsvector('simple', m.content), q.tsq) + case when m.content ilike ${input.pattern} then 0.05 else 0 end as rank
-      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${candidates}::int, ${SEARCH_NEWEST_READ}::int) m
+      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${SEARCH_CANDIDATES}::int, ${SEARCH_NEWEST_READ}::int) m
       order by m.conversation_id, rank desc, m.created_at desc, m.id desc
     ),
     contact_hits as (
       select c.id as conversation_id, ts_rank(to_tsvector('simple', ${contactDocument}), q.tsq) + 0.05 as rank
-      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${candidates}::int, ${SEARCH_NEWEST_READ}::int) k join conversations c on c.contact_id = k.id
+      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${SEARCH_CANDIDATES}::int, ${SEARCH_NEWEST_READ}::int) k join conversations c on c.contact_id = k.id
     ),
     label_hits as (
       select h.conversation_id, h.rank from labels l
@@ -79,7 +78,7 @@ export async function searchConversations(
         -- Conversation ids are UUIDv7: the newest conversations of the label first, along its index.
         select cl.conversation_id, 0.1 + case when lower(l.name) = ${input.text} then 0.1 else 0 end as rank
         from conversation_labels cl where cl.label_id = l.id
-        order by cl.conversation_id desc limit ${candidates}
+        order by cl.conversation_id desc limit ${SEARCH_CANDIDATES}
       ) as h
       where lower(l.name) = ${input.text} or l.name ilike ${input.pattern}
     ),
