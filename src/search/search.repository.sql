@@ -17,7 +17,14 @@ with
       end as rank
     from
       q,
-      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int, $6::int) m
+      search_newest_messages (
+        q.tsq,
+        $3::text,
+        $4::boolean,
+        $5::int,
+        $6::int,
+        $7::int
+      ) m
     order by
       m.conversation_id,
       rank desc,
@@ -38,7 +45,7 @@ with
       ) + 0.05 as rank
     from
       q,
-      search_newest_contacts (q.tsq, $7::text, $8::int, $9::int) k
+      search_newest_contacts (q.tsq, $8::text, $9::int, $10::int, $11::int) k
       join conversations c on c.contact_id = k.id
   ),
   label_hits as (
@@ -52,7 +59,7 @@ with
         select
           cl.conversation_id,
           0.1 + case
-            when lower(l.name) = $10 then 0.1
+            when lower(l.name) = $12 then 0.1
             else 0
           end as rank
         from
@@ -62,11 +69,11 @@ with
         order by
           cl.conversation_id desc
         limit
-          $11
+          $13
       ) as h
     where
-      lower(l.name) = $12
-      or l.name ilike $13
+      lower(l.name) = $14
+      or l.name ilike $15
   ),
   hits as (
     select
@@ -113,9 +120,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $14
+      $16
     offset
-      $15
+      $17
   )
 select
   r.conversation_id,
@@ -125,7 +132,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $16)
+    else ts_headline('simple', mh.content, q.tsq, $18)
   end as snippet
 from
   ranked r
@@ -153,7 +160,14 @@ with
       end as rank
     from
       q,
-      search_newest_messages (q.tsq, $3::text, $4::boolean, $5::int, $6::int) m
+      search_newest_messages (
+        q.tsq,
+        $3::text,
+        $4::boolean,
+        $5::int,
+        $6::int,
+        $7::int
+      ) m
     order by
       m.conversation_id,
       rank desc,
@@ -174,7 +188,7 @@ with
       ) + 0.05 as rank
     from
       q,
-      search_newest_contacts (q.tsq, $7::text, $8::int, $9::int) k
+      search_newest_contacts (q.tsq, $8::text, $9::int, $10::int, $11::int) k
       join conversations c on c.contact_id = k.id
   ),
   label_hits as (
@@ -188,7 +202,7 @@ with
         select
           cl.conversation_id,
           0.1 + case
-            when lower(l.name) = $10 then 0.1
+            when lower(l.name) = $12 then 0.1
             else 0
           end as rank
         from
@@ -198,11 +212,11 @@ with
         order by
           cl.conversation_id desc
         limit
-          $11
+          $13
       ) as h
     where
-      lower(l.name) = $12
-      or l.name ilike $13
+      lower(l.name) = $14
+      or l.name ilike $15
   ),
   hits as (
     select
@@ -242,7 +256,7 @@ with
       join conversations c on c.id = h.conversation_id
     where
       true
-      and c.status = $14
+      and c.status = $16
       and exists (
         select
           1
@@ -250,9 +264,9 @@ with
           conversation_labels fl
         where
           fl.conversation_id = c.id
-          and fl.label_id = $15
+          and fl.label_id = $17
       )
-      and c.bot_id = $16
+      and c.bot_id = $18
     group by
       h.conversation_id
     order by
@@ -260,9 +274,9 @@ with
       last_activity_at desc,
       h.conversation_id desc
     limit
-      $17
+      $19
     offset
-      $18
+      $20
   )
 select
   r.conversation_id,
@@ -272,7 +286,7 @@ select
   mh.message_id,
   case
     when mh.content is null then null
-    else ts_headline('simple', mh.content, q.tsq, $19)
+    else ts_headline('simple', mh.content, q.tsq, $21)
   end as snippet
 from
   ranked r

@@ -5,8 +5,8 @@ import type { Tx } from '../db/database.ts';
 // contact's name, e-mail and custom attributes), trigrams for parts of words, label names. Runs as the
 // request role: row-level security keeps it inside the tenant whatever the query says.
 //
-// Messages and contacts come from search_newest_messages() and search_newest_contacts() (migration
-// 2026-12-04T09-00-00): under row-level security the full-text and trigram indexes do not apply (their
+// Messages and contacts come from search_newest_messages() and search_newest_contacts() (migrations
+// 2026-12-04T09-00-00, 2026-12-05T09-00-00): under row-level security the full-text and trigram indexes do not apply (their
 // operators are not leakproof), so they find the rows of the transaction's tenant with its owner's rights.
 // Each kind of match is bounded to its newest SEARCH_CANDIDATES (issue 44: a search under 300 ms p99): a common
 // word, or the first letters of many words, matches a large share of a large tenant's messages, and
@@ -18,6 +18,12 @@ import type { Tx } from '../db/database.ts';
 export const SEARCH_CANDIDATES = 200;
 /** How many of the newest messages and contacts are read first, newest first, for words most of them hold. */
 export const SEARCH_NEWEST_READ = 20 * SEARCH_CANDIDATES;
+/**
+ * How many of the newest rows are read at most when the first read shows that reading further finds
+ * enough. Past it the words are rare enough (under about one row in a hundred) that the full-text
+ * index's list of the rows holding them costs less than reading rows until enough match.
+ */
+export const SEARCH_NEWEST_READ_AT_MOST = 10 * SEARCH_NEWEST_READ;
 
 /** The contact's searchable text: exactly the expression of contacts_fts_idx and contacts_trgm_idx. */
 const contactDocument = sql`(coalesce(k.name, '') || ' ' || coalesce(k.email, '') || ' ' || coalesce(k.custom_attributes::text, ''))`;
@@ -65,12 +71,12 @@ export async function searchConversations(
     message_hits as (
       select distinct on (m.conversation_id) m.conversation_id, m.id as message_id, m.content,
         ts_rank(to_tsvector('simple', m.content), q.tsq) + case when m.content ilike ${input.pattern} then 0.05 else 0 end as rank
-      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${SEARCH_CANDIDATES}::int, ${SEARCH_NEWEST_READ}::int) m
+      from q, search_newest_messages(q.tsq, ${input.partsPattern}::text, ${input.publicOnly}::boolean, ${SEARCH_CANDIDATES}::int, ${SEARCH_NEWEST_READ}::int, ${SEARCH_NEWEST_READ_AT_MOST}::int) m
       order by m.conversation_id, rank desc, m.created_at desc, m.id desc
     ),
     contact_hits as (
       select c.id as conversation_id, ts_rank(to_tsvector('simple', ${contactDocument}), q.tsq) + 0.05 as rank
-      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${SEARCH_CANDIDATES}::int, ${SEARCH_NEWEST_READ}::int) k join conversations c on c.contact_id = k.id
+      from q, search_newest_contacts(q.tsq, ${input.partsPattern}::text, ${SEARCH_CANDIDATES}::int, ${SEARCH_NEWEST_READ}::int, ${SEARCH_NEWEST_READ_AT_MOST}::int) k join conversations c on c.contact_id = k.id
     ),
     label_hits as (
       select h.conversation_id, h.rank from labels l

@@ -10,9 +10,11 @@ import { getHarness } from '../support/harness.ts';
 
 // A search ranks at most the newest SEARCH_CANDIDATES matches of each kind (issue 44: a search under
 // 300 ms p99 however common its words). search_newest_messages() finds them among the newest messages it
-// reads first, or by looking back over growing spans of time (a day, a week, a month, half a year, then
-// all); search_newest_contacts() among the newest contacts, or through its indexes: whichever way each
-// answers, it must be exactly the newest matches, as a plain sort of every match would give them.
+// reads first, or among as many more as the share of those that matched says hold enough (up to a bound),
+// or by looking back over growing spans of time (a day, a week, a month, half a year, then all);
+// search_newest_contacts() among the newest contacts, read the same way, or through its indexes:
+// whichever way each answers, it must be exactly the newest matches, as a plain sort of every match
+// would give them.
 
 class Rollback extends Error {}
 
@@ -67,9 +69,10 @@ describe('search candidates: the newest matches of each kind', function () {
         ),
         fc.integer({ min: 1, max: 8 }),
         fc.boolean(),
-        // How many of the newest messages are read first: none, some, all.
+        // How many of the newest messages are read first: none, some, all; and how many at most after.
         fc.integer({ min: 0, max: 50 }),
-        async (messages, maxRows, publicOnly, newestRead) => {
+        fc.integer({ min: 0, max: 60 }),
+        async (messages, maxRows, publicOnly, newestRead, readAtMost) => {
           const now = Date.now();
           await rolledBack(database, t.tenantId, async (trx) => {
             const conversationId = await conversationAt(trx, t.tenantId, new Date(now));
@@ -88,7 +91,7 @@ describe('search candidates: the newest matches of each kind', function () {
               .slice(0, maxRows)
               .map((r) => r.id);
             const { rows: found } = await sql<{ id: string }>`
-              select id from search_newest_messages(to_tsquery('simple', 'alpha:*'), '%lph%', ${publicOnly}, ${maxRows}, ${newestRead})`.execute(trx);
+              select id from search_newest_messages(to_tsquery('simple', 'alpha:*'), '%lph%', ${publicOnly}, ${maxRows}, ${newestRead}, ${readAtMost})`.execute(trx);
             expect(found.map((r) => r.id)).to.deep.equal(newest);
           });
         },
@@ -106,8 +109,9 @@ describe('search candidates: the newest matches of each kind', function () {
         fc.array(fc.record({ ageHours: fc.integer({ min: 0, max: 400 * 24 }), name: fc.constantFrom(...names) }), { maxLength: 30 }),
         fc.integer({ min: 1, max: 6 }),
         fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: 0, max: 50 }),
         fc.boolean(),
-        async (contacts, maxRows, newestRead, withParts) => {
+        async (contacts, maxRows, newestRead, readAtMost, withParts) => {
           const now = Date.now();
           await rolledBack(database, t.tenantId, async (trx) => {
             const rows = [];
@@ -123,7 +127,7 @@ describe('search candidates: the newest matches of each kind', function () {
               .slice(0, maxRows)
               .map((r) => r.id);
             const { rows: found } = await sql<{ id: string }>`
-              select id from search_newest_contacts(to_tsquery('simple', 'alpha:*'), ${withParts ? '%lph%' : null}::text, ${maxRows}, ${newestRead})`.execute(trx);
+              select id from search_newest_contacts(to_tsquery('simple', 'alpha:*'), ${withParts ? '%lph%' : null}::text, ${maxRows}, ${newestRead}, ${readAtMost})`.execute(trx);
             expect(found.map((r) => r.id)).to.deep.equal(newest);
           });
         },
