@@ -88,4 +88,21 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The service's own modules (the bench and test scripts may import them as they like).
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['node:http', 'http', 'node:https', 'https'].map((name) => ({
+            name,
+            allowTypeImports: true,
+            message:
+              "take it with process.getBuiltinModule('node:http'): an ESM import of it makes Node load its bundled undici (http.WebSocket) at every start",
+          })),
+        },
+      ],
+    },
+  },
 );

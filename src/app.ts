@@ -1,5 +1,4 @@
 import { hash, randomBytes } from 'node:crypto';
-import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -87,6 +86,10 @@ import { compileValidatorsWithoutPaths } from './http/validator-compile.ts';
 import { prepareContractLazily } from './http/validator-startup.ts';
 import { SecretBox } from './shared/secret-box.ts';
 import { TENANT_ID } from './shared/ids.ts';
+
+// Taken with process.getBuiltinModule, not imported: an ESM import of node:http makes Node load its bundled
+// undici (http.WebSocket) at every start (eslint.config.js refuses the import).
+const { createServer, request: httpRequest } = process.getBuiltinModule('node:http');
 
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
