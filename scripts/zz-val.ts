@@ -1,0 +1,12 @@
+const t0 = performance.now();
+const { prepareValidator, warmValidator } = await import('../src/app.ts');
+const { loadContract } = await import('../src/http/contract.ts');
+const t1 = performance.now();
+const contract = loadContract();
+const t2 = performance.now();
+const v = prepareValidator(contract, { validateResponses: process.env.VR !== '0' });
+const t3 = performance.now();
+await warmValidator(v);
+const t4 = performance.now();
+console.log(`import ${Math.round(t1 - t0)} contract ${Math.round(t2 - t1)} prepare ${Math.round(t3 - t2)} warm ${Math.round(t4 - t3)}`);
+process.exit(0);
