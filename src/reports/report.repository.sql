@@ -210,107 +210,137 @@ with
     returning
       first_day,
       last_day
-  )
-insert into
-  report_block_grid (
-    tenant_id,
-    dimension,
-    key,
-    first_day,
-    last_day,
-    kind,
-    business,
-    grid,
-    n
-  )
-select
-  $8,
-  $9,
-  $10,
-  c.first_day,
-  c.last_day,
-  c.kind,
-  c.business,
-  c.grid,
-  c.n
-from
-  (
+  ),
+  cached as (
+    insert into
+      report_block_grid (
+        tenant_id,
+        dimension,
+        key,
+        first_day,
+        last_day,
+        kind,
+        business,
+        grid,
+        n
+      )
     select
-      $11::date as first_day,
-      $12::date as last_day,
-      d.kind,
-      d.business,
-      d.grid,
-      sum(d.n) as n
+      $8,
+      $9,
+      $10,
+      c.first_day,
+      c.last_day,
+      c.kind,
+      c.business,
+      c.grid,
+      c.n
     from
       (
         select
-          g.kind,
-          g.business,
-          g.grid,
-          g.n
+          $11::date as first_day,
+          $12::date as last_day,
+          d.kind,
+          d.business,
+          d.grid,
+          sum(d.n) as n
         from
-          report_daily_grid g
-        where
-          g.tenant_id = $13
-          and g.kind = any (array[$14, $15, $16, $17]::text[])
-          and g.dimension = $18
-          and g.key = $19
-          and g.day between $20::date and $21::date
-      ) as d
-    group by
-      d.kind,
-      d.business,
-      d.grid
-    having
-      sum(d.n) <> 0
-    union all
-    select
-      $22::date as first_day,
-      $23::date as last_day,
-      d.kind,
-      d.business,
-      d.grid,
-      sum(d.n) as n
-    from
-      (
-        select
-          bg.kind,
-          bg.business,
-          bg.grid,
-          bg.n
-        from
-          report_block_grid bg
-        where
-          bg.tenant_id = $24
-          and bg.dimension = $25
-          and bg.key = $26
-          and bg.first_day = $27::date
-          and bg.last_day = $28::date
+          (
+            select
+              g.kind,
+              g.business,
+              g.grid,
+              g.n
+            from
+              report_daily_grid g
+            where
+              g.tenant_id = $13
+              and g.kind = any (array[$14, $15, $16, $17]::text[])
+              and g.dimension = $18
+              and g.key = $19
+              and g.day between $20::date and $21::date
+          ) as d
+        group by
+          d.kind,
+          d.business,
+          d.grid
+        having
+          sum(d.n) <> 0
         union all
         select
-          g.kind,
-          g.business,
-          g.grid,
-          g.n
+          $22::date as first_day,
+          $23::date as last_day,
+          d.kind,
+          d.business,
+          d.grid,
+          sum(d.n) as n
         from
-          report_daily_grid g
-        where
-          g.tenant_id = $29
-          and g.kind = any (array[$30, $31, $32, $33]::text[])
-          and g.dimension = $34
-          and g.key = $35
-          and g.day between $36::date and $37::date
-      ) as d
-    group by
-      d.kind,
-      d.business,
-      d.grid
-    having
-      sum(d.n) <> 0
-  ) as c
-  join marks m on m.first_day = c.first_day
-  and m.last_day = c.last_day;
+          (
+            select
+              bg.kind,
+              bg.business,
+              bg.grid,
+              bg.n
+            from
+              report_block_grid bg
+            where
+              bg.tenant_id = $24
+              and bg.dimension = $25
+              and bg.key = $26
+              and bg.first_day = $27::date
+              and bg.last_day = $28::date
+            union all
+            select
+              g.kind,
+              g.business,
+              g.grid,
+              g.n
+            from
+              report_daily_grid g
+            where
+              g.tenant_id = $29
+              and g.kind = any (array[$30, $31, $32, $33]::text[])
+              and g.dimension = $34
+              and g.key = $35
+              and g.day between $36::date and $37::date
+          ) as d
+        group by
+          d.kind,
+          d.business,
+          d.grid
+        having
+          sum(d.n) <> 0
+      ) as c
+      join marks m on m.first_day = c.first_day
+      and m.last_day = c.last_day
+    returning
+      kind,
+      business,
+      grid,
+      n
+  )
+select
+  kind,
+  null::text as bucket,
+  business,
+  grid,
+  sum(n)::bigint as n,
+  null::int as marks
+from
+  cached
+group by
+  kind,
+  business,
+  grid
+union all
+select
+  null,
+  null,
+  null,
+  null,
+  null,
+  count(*)::int
+from
+  marks;
 
 -- report.blockGrid (blocks and days)
 select

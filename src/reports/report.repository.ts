@@ -194,11 +194,12 @@ export interface BlockToCache {
 
 /**
  * Caches the grid counts of these blocks of days (under lockRollupsShared, which keeps the cached blocks
- * they are summed from in place). A block another read cached meanwhile is left as it is: both counted
- * the same rollups.
+ * they are summed from in place), and answers the counts it cached, summed over the blocks (per kind,
+ * business and grid value), and how many of the blocks it cached. A block another read cached meanwhile
+ * is left as it is (both counted the same rollups) and is not in the counts answered.
  */
-export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: BlockToCache[]): Promise<void> {
-  if (blocks.length === 0) return;
+export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: BlockToCache[]): Promise<{ grid: GridCount[]; cached: number }> {
+  if (blocks.length === 0) return { grid: [], cached: 0 };
   // Each part is an index lookup or range of its own: joined to a list of blocks, the planner read every
   // day of the key instead.
   const blockGridOf = (b: Span) => sql`
@@ -210,19 +211,28 @@ export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: BlockToCa
       from (${sql.join([...from.blocks.map(blockGridOf), ...from.days.map((d) => dailyGridOf(scope, d))], sql` union all `)}) as d
       group by d.kind, d.business, d.grid having sum(d.n) <> 0`,
   );
-  await sql`
+  const { rows } = await sql<GridCount & { marks: number | null }>`
     with marks as (
       insert into report_blocks (tenant_id, dimension, key, first_day, last_day)
       select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, w.first_day, w.last_day
       from (values ${spanValues(blocks.map((b) => b.block))}) as w (first_day, last_day)
       on conflict do nothing
       returning first_day, last_day
+    ),
+    cached as (
+      insert into report_block_grid (tenant_id, dimension, key, first_day, last_day, kind, business, grid, n)
+      select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, c.first_day, c.last_day, c.kind, c.business, c.grid, c.n
+      from (${sql.join(counts, sql` union all `)}) as c
+      join marks m on m.first_day = c.first_day and m.last_day = c.last_day
+      returning kind, business, grid, n
     )
-    insert into report_block_grid (tenant_id, dimension, key, first_day, last_day, kind, business, grid, n)
-    select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, c.first_day, c.last_day, c.kind, c.business, c.grid, c.n
-    from (${sql.join(counts, sql` union all `)}) as c
-    join marks m on m.first_day = c.first_day and m.last_day = c.last_day
+    select kind, null::text as bucket, business, grid, sum(n)::bigint as n, null::int as marks from cached group by kind, business, grid
+    union all select null, null, null, null, null, count(*)::int from marks
   `.execute(trx);
+  return {
+    grid: rows.filter((r) => r.marks === null).map(({ marks: _m, ...g }) => g),
+    cached: Number(rows.find((r) => r.marks !== null)?.marks ?? 0),
+  };
 }
 
 /**

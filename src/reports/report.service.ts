@@ -174,6 +174,18 @@ export function partsOf(first: number, last: number, cached: ReadonlySet<string>
   return { blocks, days };
 }
 
+/** Grid counts of disjoint parts of a range, added up per kind, business and grid value. */
+function summedGrid(parts: repo.GridCount[]): repo.GridCount[] {
+  const sums = new Map<string, repo.GridCount>();
+  for (const g of parts) {
+    const key = `${g.kind}|${g.business}|${g.grid}`;
+    const sum = sums.get(key);
+    if (sum) sum.n = Number(sum.n) + Number(g.n);
+    else sums.set(key, { ...g, n: Number(g.n) });
+  }
+  return [...sums.values()];
+}
+
 /** Which path answers: rollups where they can (the default), or always the facts (to compare them). */
 export type ReportRead = 'rollups' | 'facts';
 
@@ -223,18 +235,22 @@ export class ReportService {
     return { timeZone, range, of: index(totals, grid), path: 'facts' as const };
   }
 
-  /** Grid counts of a range from its blocks' cache (filled where missing) and its other days. */
+  /**
+   * Grid counts of a range from its blocks' cache (filled where missing) and its other days. The rollup
+   * lock is taken first: no fold or label change commits between the read and the caching of what it
+   * missed, so the counts the caching answers add to the read's, without reading the range again.
+   */
   async #grid(trx: Tx, scope: repo.RollupScope, spans: ReturnType<typeof spansOf>): Promise<repo.GridCount[]> {
     const asSpans = (runs: [number, number][]) => runs.map(([a, b]) => ({ first: dayKey(a), last: dayKey(b) }));
     const wanted = { blocks: asSpans(spans.blocks), days: asSpans(spans.days) };
+    await repo.lockRollupsShared(trx, scope.tenantId);
     const read = await repo.blockGrid(trx, scope, wanted);
     if (read.missing.length === 0) return read.grid;
-    await repo.lockRollupsShared(trx, scope.tenantId);
     const dayOf = (key: string) => Date.parse(`${key}T00:00:00Z`) / DAY_MS;
     const within = { first: read.missing.map((b) => b.first).sort()[0]!, last: read.missing.map((b) => b.last).sort().at(-1)! };
     const cached = await repo.cachedBlocksWithin(trx, scope, within);
     const cachedKeys = new Set(cached.map((b) => `${b.first}:${b.last}`));
-    await repo.cacheBlocks(
+    const filled = await repo.cacheBlocks(
       trx,
       scope,
       read.missing.map((block) => {
@@ -242,7 +258,8 @@ export class ReportService {
         return { block, from: { blocks: asSpans(parts.blocks), days: asSpans(parts.days) } };
       }),
     );
-    // Read again, the blocks just cached included: under the lock no fold can take them away.
+    if (filled.cached === read.missing.length) return summedGrid([...read.grid, ...filled.grid]);
+    // Another read cached some of them meanwhile: read again, those included (under the lock no fold can take them away).
     const again = await repo.blockGrid(trx, scope, wanted);
     if (again.missing.length > 0) throw new Error(`report blocks missing after they were cached under the rollup lock: ${JSON.stringify(again.missing)}`);
     return again.grid;
