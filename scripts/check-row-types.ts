@@ -14,7 +14,7 @@ const rootArg = process.argv.indexOf('--root');
 const root = rootArg > -1 ? resolve(process.argv[rootArg + 1]!) : resolve(import.meta.dirname, '..');
 
 /** What a column holds, as both sides can say it. */
-type Kind = 'string' | 'number' | 'boolean' | 'Date' | 'bytes' | 'string[]' | 'json';
+type Kind = 'string' | 'number' | 'boolean' | 'Date' | 'bytes' | 'string[]' | 'number[]' | 'json';
 
 interface DbColumn {
   kind: Kind;
@@ -56,6 +56,8 @@ const PG_KINDS: Record<string, Kind> = {
   _text: 'string[]',
   _uuid: 'string[]',
   _varchar: 'string[]',
+  // Parsed as numbers by both drivers too.
+  _int8: 'number[]',
   json: 'json',
   jsonb: 'json',
 };
@@ -137,7 +139,8 @@ function readTypes(): Map<string, Map<string, TsColumn>> {
     if (name === 'Uint8Array' || name === 'Buffer') return 'bytes';
     if (checker.isArrayType(type)) {
       const [element] = checker.getTypeArguments(type as ts.TypeReference);
-      return element && kindOf(element) === 'string' ? 'string[]' : 'json';
+      const of = element && kindOf(element);
+      return of === 'string' ? 'string[]' : of === 'number' ? 'number[]' : 'json';
     }
     if (f & ts.TypeFlags.Object) return 'json';
     return 'other';

@@ -61,6 +61,9 @@ export interface Database {
 // int8 (counts, sizes) as numbers on both drivers: every value we keep in one fits in 2^53.
 const INT8_OID = 20;
 const parseInt8 = (value: string) => Number(value);
+// An int8 array's elements too, as PGlite parses them (its parser of int8 applies to each element).
+const INT8_ARRAY_OID = 1016;
+const parseInt8Array = (value: string) => (pg.types.getTypeParser(INT8_ARRAY_OID as Parameters<typeof pg.types.getTypeParser>[0], 'text')(value) as (string | null)[]).map((x) => (x === null ? null : Number(x)));
 
 export interface DatabaseOptions {
   databaseUrl?: string | undefined;
@@ -360,7 +363,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       namedStatements: options.namedStatements !== false,
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-          oid === INT8_OID ? parseInt8 : oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+          oid === INT8_OID ? parseInt8 : oid === INT8_ARRAY_OID && format !== 'binary' ? parseInt8Array : oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
       // An unreachable server fails the request (503) instead of holding it for as long as TCP tries.
       connectionTimeoutMillis: 10_000,

@@ -691,7 +691,7 @@ export interface ReportDayRanksTable {
   p90_hi: number | null;
 }
 
-/** A block of past days whose grid counts are cached in report_block_grid. */
+/** A block of past days whose grid counts are cached in report_block_grid (a row per kind and business). */
 export interface ReportBlocksTable {
   tenant_id: string;
   dimension: string;
@@ -708,6 +708,7 @@ export interface ReportBlockGridTable {
   last_day: ColumnType<Date, string, string>;
   kind: string;
   business: boolean;
-  grid: number;
-  n: number;
+  /** The block's grid values, ascending, and how many durations fell on each. */
+  grids: number[];
+  counts: number[];
 }

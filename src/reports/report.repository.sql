@@ -221,8 +221,8 @@ with
         last_day,
         kind,
         business,
-        grid,
-        n
+        grids,
+        counts
       )
     select
       $8,
@@ -232,105 +232,145 @@ with
       c.last_day,
       c.kind,
       c.business,
-      c.grid,
-      c.n
+      c.grids,
+      c.counts
     from
       (
         select
           $11::date as first_day,
           $12::date as last_day,
-          d.kind,
-          d.business,
-          d.grid,
-          sum(d.n) as n
+          s.kind,
+          s.business,
+          array_agg(
+            s.grid
+            order by
+              s.grid
+          ) as grids,
+          array_agg(
+            s.n
+            order by
+              s.grid
+          ) as counts
         from
           (
             select
-              g.kind,
-              g.business,
-              g.grid,
-              g.n
+              d.kind,
+              d.business,
+              d.grid,
+              sum(d.n)::bigint as n
             from
-              report_daily_grid g
-            where
-              g.tenant_id = $13
-              and g.kind = any (array[$14, $15, $16, $17]::text[])
-              and g.dimension = $18
-              and g.key = $19
-              and g.day between $20::date and $21::date
-          ) as d
+              (
+                select
+                  g.kind,
+                  g.business,
+                  g.grid,
+                  g.n
+                from
+                  report_daily_grid g
+                where
+                  g.tenant_id = $13
+                  and g.kind = any (array[$14, $15, $16, $17]::text[])
+                  and g.dimension = $18
+                  and g.key = $19
+                  and g.day between $20::date and $21::date
+              ) as d
+            group by
+              d.kind,
+              d.business,
+              d.grid
+            having
+              sum(d.n) <> 0
+          ) as s
         group by
-          d.kind,
-          d.business,
-          d.grid
-        having
-          sum(d.n) <> 0
+          s.kind,
+          s.business
         union all
         select
           $22::date as first_day,
           $23::date as last_day,
-          d.kind,
-          d.business,
-          d.grid,
-          sum(d.n) as n
+          s.kind,
+          s.business,
+          array_agg(
+            s.grid
+            order by
+              s.grid
+          ) as grids,
+          array_agg(
+            s.n
+            order by
+              s.grid
+          ) as counts
         from
           (
             select
-              bg.kind,
-              bg.business,
-              bg.grid,
-              bg.n
+              d.kind,
+              d.business,
+              d.grid,
+              sum(d.n)::bigint as n
             from
-              report_block_grid bg
-            where
-              bg.tenant_id = $24
-              and bg.dimension = $25
-              and bg.key = $26
-              and bg.first_day = $27::date
-              and bg.last_day = $28::date
-            union all
-            select
-              g.kind,
-              g.business,
-              g.grid,
-              g.n
-            from
-              report_daily_grid g
-            where
-              g.tenant_id = $29
-              and g.kind = any (array[$30, $31, $32, $33]::text[])
-              and g.dimension = $34
-              and g.key = $35
-              and g.day between $36::date and $37::date
-          ) as d
+              (
+                select
+                  bg.kind,
+                  bg.business,
+                  u.grid,
+                  u.n
+                from
+                  report_block_grid bg
+                  cross join unnest(bg.grids, bg.counts) as u (grid, n)
+                where
+                  bg.tenant_id = $24
+                  and bg.dimension = $25
+                  and bg.key = $26
+                  and bg.first_day = $27::date
+                  and bg.last_day = $28::date
+                union all
+                select
+                  g.kind,
+                  g.business,
+                  g.grid,
+                  g.n
+                from
+                  report_daily_grid g
+                where
+                  g.tenant_id = $29
+                  and g.kind = any (array[$30, $31, $32, $33]::text[])
+                  and g.dimension = $34
+                  and g.key = $35
+                  and g.day between $36::date and $37::date
+              ) as d
+            group by
+              d.kind,
+              d.business,
+              d.grid
+            having
+              sum(d.n) <> 0
+          ) as s
         group by
-          d.kind,
-          d.business,
-          d.grid
-        having
-          sum(d.n) <> 0
+          s.kind,
+          s.business
       ) as c
       join marks m on m.first_day = c.first_day
       and m.last_day = c.last_day
     returning
       kind,
       business,
-      grid,
-      n
+      grids,
+      counts
   )
 select
-  kind,
+  c.kind,
   null::text as bucket,
-  business,
-  grid,
-  sum(n)::bigint as n,
+  c.business,
+  u.grid,
+  sum(u.n)::bigint as n,
   null::int as marks
 from
-  cached
+  cached c
+  cross join unnest(c.grids, c.counts) as u (grid, n)
 group by
-  kind,
-  business,
-  grid
+  c.kind,
+  c.business,
+  u.grid
 union all
 select
   null,
@@ -356,10 +396,11 @@ from
     select
       bg.kind,
       bg.business,
-      bg.grid,
-      bg.n
+      u.grid,
+      u.n
     from
       report_block_grid bg
+      cross join unnest(bg.grids, bg.counts) as u (grid, n)
     where
       bg.tenant_id = $1
       and bg.dimension = $2

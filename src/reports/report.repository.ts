@@ -175,6 +175,13 @@ const dailyGridOf = (scope: RollupScope, span: Span) => sql`
   where g.tenant_id = ${scope.tenantId} and g.kind = any(${kinds(DURATION_KINDS)}) and g.dimension = ${scope.dimension} and g.key = ${scope.key}
     and g.day between ${span.first}::date and ${span.last}::date`;
 
+/** A cached block's grid counts, a row per grid value (stored per kind and business, as arrays in grid order). */
+const blockCountsOf = (scope: RollupScope, b: Span) => sql`
+  select bg.kind, bg.business, u.grid, u.n
+  from report_block_grid bg cross join unnest(bg.grids, bg.counts) as u (grid, n)
+  where bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
+    and bg.first_day = ${b.first}::date and bg.last_day = ${b.last}::date`;
+
 /** The blocks of a scope whose grid counts are cached, within a span of days. */
 export async function cachedBlocksWithin(trx: Tx, scope: RollupScope, within: Span): Promise<Span[]> {
   const { rows } = await sql<Span>`
@@ -201,15 +208,16 @@ export interface BlockToCache {
 export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: BlockToCache[]): Promise<{ grid: GridCount[]; cached: number }> {
   if (blocks.length === 0) return { grid: [], cached: 0 };
   // Each part is an index lookup or range of its own: joined to a list of blocks, the planner read every
-  // day of the key instead.
-  const blockGridOf = (b: Span) => sql`
-    select bg.kind, bg.business, bg.grid, bg.n from report_block_grid bg
-    where bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
-      and bg.first_day = ${b.first}::date and bg.last_day = ${b.last}::date`;
+  // day of the key instead. A block's counts are stored per kind and business, its grid values in order.
   const counts = blocks.map(
-    ({ block, from }) => sql`select ${block.first}::date as first_day, ${block.last}::date as last_day, d.kind, d.business, d.grid, sum(d.n) as n
-      from (${sql.join([...from.blocks.map(blockGridOf), ...from.days.map((d) => dailyGridOf(scope, d))], sql` union all `)}) as d
-      group by d.kind, d.business, d.grid having sum(d.n) <> 0`,
+    ({ block, from }) => sql`select ${block.first}::date as first_day, ${block.last}::date as last_day, s.kind, s.business,
+        array_agg(s.grid order by s.grid) as grids, array_agg(s.n order by s.grid) as counts
+      from (
+        select d.kind, d.business, d.grid, sum(d.n)::bigint as n
+        from (${sql.join([...from.blocks.map((b) => blockCountsOf(scope, b)), ...from.days.map((d) => dailyGridOf(scope, d))], sql` union all `)}) as d
+        group by d.kind, d.business, d.grid having sum(d.n) <> 0
+      ) as s
+      group by s.kind, s.business`,
   );
   const { rows } = await sql<GridCount & { marks: number | null }>`
     with marks as (
@@ -220,13 +228,14 @@ export async function cacheBlocks(trx: Tx, scope: RollupScope, blocks: BlockToCa
       returning first_day, last_day
     ),
     cached as (
-      insert into report_block_grid (tenant_id, dimension, key, first_day, last_day, kind, business, grid, n)
-      select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, c.first_day, c.last_day, c.kind, c.business, c.grid, c.n
+      insert into report_block_grid (tenant_id, dimension, key, first_day, last_day, kind, business, grids, counts)
+      select ${scope.tenantId}, ${scope.dimension}, ${scope.key}, c.first_day, c.last_day, c.kind, c.business, c.grids, c.counts
       from (${sql.join(counts, sql` union all `)}) as c
       join marks m on m.first_day = c.first_day and m.last_day = c.last_day
-      returning kind, business, grid, n
+      returning kind, business, grids, counts
     )
-    select kind, null::text as bucket, business, grid, sum(n)::bigint as n, null::int as marks from cached group by kind, business, grid
+    select c.kind, null::text as bucket, c.business, u.grid, sum(u.n)::bigint as n, null::int as marks
+    from cached c cross join unnest(c.grids, c.counts) as u (grid, n) group by c.kind, c.business, u.grid
     union all select null, null, null, null, null, count(*)::int from marks
   `.execute(trx);
   return {
@@ -248,12 +257,7 @@ export async function blockGrid(trx: Tx, scope: RollupScope, spans: { blocks: Sp
     where rb.tenant_id = ${scope.tenantId} and rb.dimension = ${scope.dimension} and rb.key = ${scope.key}
       and rb.first_day = ${b.first}::date and rb.last_day = ${b.last}::date)`;
   const parts = [
-    ...spans.blocks.map(
-      (b) => sql`select bg.kind, bg.business, bg.grid, bg.n
-        from report_block_grid bg
-        where bg.tenant_id = ${scope.tenantId} and bg.dimension = ${scope.dimension} and bg.key = ${scope.key}
-          and bg.first_day = ${b.first}::date and bg.last_day = ${b.last}::date and ${marked(b)}`,
-    ),
+    ...spans.blocks.map((b) => sql`${blockCountsOf(scope, b)} and ${marked(b)}`),
     ...spans.days.map((d) => dailyGridOf(scope, d)),
   ];
   const missing = spans.blocks.map(
