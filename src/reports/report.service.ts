@@ -174,7 +174,7 @@ export function partsOf(first: number, last: number, cached: ReadonlySet<string>
   return { blocks, days };
 }
 
-/** Grid counts of disjoint parts of a range, added up per kind, business and grid value. */
+/** Grid counts of disjoint parts of a range, added up per kind, business and grid value (those above 0, as blockGrid answers them). */
 function summedGrid(parts: repo.GridCount[]): repo.GridCount[] {
   const sums = new Map<string, repo.GridCount>();
   for (const g of parts) {
@@ -183,7 +183,7 @@ function summedGrid(parts: repo.GridCount[]): repo.GridCount[] {
     if (sum) sum.n = Number(sum.n) + Number(g.n);
     else sums.set(key, { ...g, n: Number(g.n) });
   }
-  return [...sums.values()];
+  return [...sums.values()].filter((g) => g.n > 0);
 }
 
 /** Which path answers: rollups where they can (the default), or always the facts (to compare them). */
