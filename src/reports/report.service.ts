@@ -225,8 +225,13 @@ export class ReportService {
         const ranked = await this.#dailyRanks(trx, filter, range.first, lastPast, range.last);
         return { timeZone, range, of: index(totals, [], ranked), path: 'rollups' as const };
       }
+      const spans = spansOf(range.first, lastPast, range.last);
+      // A read of blocks may cache those it misses: it holds the rollup lock from the start, so that no fold
+      // or label change commits between its totals, what it reads and what it caches. (A read of days alone
+      // caches nothing and takes no lock.)
+      if (spans.blocks.length > 0) await repo.lockRollupsShared(trx, principal.tenantId);
       const totals = await repo.rollupTotals(trx, filter, false);
-      const grid = await this.#grid(trx, filter, spansOf(range.first, lastPast, range.last));
+      const grid = await this.#grid(trx, filter, spans);
       return { timeZone, range, of: index(totals, grid), path: 'rollups' as const };
     }
     const filter = { tenantId: principal.tenantId, start: range.start, end: range.end, departmentId: query.department_id, agentId: query.agent_id, labelId: query.label_id };
@@ -236,14 +241,14 @@ export class ReportService {
   }
 
   /**
-   * Grid counts of a range from its blocks' cache (filled where missing) and its other days. The rollup
-   * lock is taken first: no fold or label change commits between the read and the caching of what it
-   * missed, so the counts the caching answers add to the read's, without reading the range again.
+   * Grid counts of a range from its blocks' cache (filled where missing) and its other days; with blocks,
+   * under the rollup lock (#figures takes it): no fold or label change commits between the read and the
+   * caching of what it missed, so the counts the caching answers add to the read's, without reading the
+   * range again.
    */
   async #grid(trx: Tx, scope: repo.RollupScope, spans: ReturnType<typeof spansOf>): Promise<repo.GridCount[]> {
     const asSpans = (runs: [number, number][]) => runs.map(([a, b]) => ({ first: dayKey(a), last: dayKey(b) }));
     const wanted = { blocks: asSpans(spans.blocks), days: asSpans(spans.days) };
-    await repo.lockRollupsShared(trx, scope.tenantId);
     const read = await repo.blockGrid(trx, scope, wanted);
     if (read.missing.length === 0) return read.grid;
     const dayOf = (key: string) => Date.parse(`${key}T00:00:00Z`) / DAY_MS;

@@ -41,7 +41,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       BEGIN
         EXECUTE newest INTO ids USING tenant, newest_read, tsq, public_only, max_rows;
         IF cardinality(ids) BETWEEN 1 AND max_rows - 1 THEN
-          further := ceil(newest_read * max_rows * 1.5 / cardinality(ids));
+          further := ceil(newest_read::bigint * max_rows * 1.5 / cardinality(ids));
           IF further <= read_at_most THEN
             EXECUTE newest INTO ids USING tenant, further, tsq, public_only, max_rows;
           END IF;
@@ -84,7 +84,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       BEGIN
         EXECUTE newest INTO ids USING tenant, newest_read, tsq, pattern, max_rows;
         IF cardinality(ids) BETWEEN 1 AND max_rows - 1 THEN
-          further := ceil(newest_read * max_rows * 1.5 / cardinality(ids));
+          further := ceil(newest_read::bigint * max_rows * 1.5 / cardinality(ids));
           IF further <= read_at_most THEN
             EXECUTE newest INTO ids USING tenant, further, tsq, pattern, max_rows;
           END IF;
