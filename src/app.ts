@@ -1,5 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
@@ -317,8 +319,11 @@ export function prepareValidator(contract: Contract, config: { validateResponses
 }
 
 /**
- * Runs one request (GET /health) through the validator's chain, on a loopback server of its own that
- * answers it as the probe does (its response validated too), or 500 if the chain refuses it. What
+ * Runs one request (GET /health) through the validator's chain, on a server of its own that answers it
+ * as the probe does (its response validated too), or 500 if the chain refuses it. The server listens on
+ * a Unix socket, not a TCP port: a port of the system's choosing could be the one just chosen for the
+ * service by whoever starts it (a test asks the system for a free port, then starts the service on it),
+ * and a health check would then be answered by this server before the service listens. What
  * express-openapi-validator makes at its first request (its request and response validators, the
  * contract's schemas added to their Ajv, the route's validators) is then made while the service waits
  * for its database, instead of at the first request the service answers. The chain's steps are the ones the app mounts (withAccess copies the same functions). Never
@@ -330,14 +335,16 @@ export async function warmValidator(validator: PreparedValidator): Promise<void>
   warm.use((_req: express.Request, res: express.Response) => void res.json({ status: 'ok' }));
   warm.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).end());
   const server = createServer(warm);
+  // Linux's abstract namespace leaves no file behind; elsewhere a file in the temporary directory.
+  const name = `customer-chat-warm-${process.pid}-${randomBytes(6).toString('hex')}`;
+  const socketPath = process.platform === 'linux' ? `\0${name}` : join(tmpdir(), `${name}.sock`);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
+      server.listen(socketPath, () => resolve());
     });
-    const { port } = server.address() as AddressInfo;
     await new Promise<void>((resolve) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: `${validator.contract.basePath}/health`, agent: false }, (res) => {
+      const req = httpRequest({ socketPath, path: `${validator.contract.basePath}/health`, agent: false }, (res) => {
         res.on('error', () => resolve());
         res.on('end', () => resolve());
         res.resume();
@@ -349,6 +356,7 @@ export async function warmValidator(validator: PreparedValidator): Promise<void>
     // Left to the first request.
   } finally {
     server.close();
+    if (!socketPath.startsWith('\0')) rmSync(socketPath, { force: true });
   }
 }
 

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { expect } from 'chai';
+import { Server } from 'node:net';
 import { prepareValidator, warmValidator } from '../../src/app.ts';
 import { loadContract } from '../../src/http/contract.ts';
 import { requireFromValidator } from '../../src/http/validator-internals.ts';
@@ -144,14 +145,25 @@ describe('the validator start-up shortcuts (src/http/validator-startup.ts)', () 
         made.response++;
       }
     };
+    // And it takes no TCP port: one of the system's choosing could be the one just chosen for the service
+    // (a free port asked for, then handed to it), and a health check there would be answered by the warm-up.
+    const listened: unknown[] = [];
+    const listen = Server.prototype.listen;
+    Server.prototype.listen = function (this: Server, ...args: unknown[]) {
+      listened.push(args[0]);
+      return (listen as (...a: unknown[]) => Server).apply(this, args);
+    } as typeof listen;
     try {
       const validator = prepareValidator(loadContract(), { validateResponses: true });
       expect(made, 'nothing is made before a request').to.deep.equal({ request: 0, response: 0 });
       await warmValidator(validator);
       expect(made, 'made by the warm-up').to.deep.equal({ request: 1, response: 1 });
+      expect(listened).to.have.length(1);
+      expect(listened[0], 'a Unix socket, not a port').to.be.a('string');
       await warmValidator(validator);
       expect(made, 'kept by the chain the app mounts: not made again').to.deep.equal({ request: 1, response: 1 });
     } finally {
+      Server.prototype.listen = listen;
       requests.RequestValidator = Request;
       responses.ResponseValidator = Response;
     }
