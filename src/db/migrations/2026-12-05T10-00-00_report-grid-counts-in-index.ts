@@ -4,11 +4,10 @@ import { type Kysely, sql } from 'kysely';
 // A report reads the grid counts of its days (report_daily_grid) and of its cached blocks of days
 // (report_block_grid) along their primary keys. Each row's count lived only in the table, so every index
 // entry read cost a visit to the row's page, and a day's rows are spread over the table (each is inserted
-// when its grid value first occurs that day, among every other tenant's and day's): the 135,000 rows of a
-// large tenant's 29 past days cost as many page visits, about 800 ms, the most of a first read (issue 44:
-// a summary under 200 ms p99). With the count in the index too (INCLUDE), the rows of past days, whose
-// pages vacuum has marked all-visible, are read from the index alone, in its order: about 50 ms for the
-// same rows. Updating a count now writes an index entry (it could sometimes stay on its page without one
+// when its grid value first occurs that day, among every other tenant's and day's): a large tenant's 29
+// past days cost a page visit per row, the most of a first read (issue 44: a summary under 200 ms p99).
+// With the count in the index too (INCLUDE), the rows of past days, whose pages vacuum has marked
+// all-visible, are read from the index alone, in its order. Updating a count now writes an index entry (it could sometimes stay on its page without one
 // before): only the counts of days still being folded change.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql

@@ -5,9 +5,9 @@ import { type Kysely, sql } from 'kysely';
 // 2026-12-05T09-00-00) depends on how many messages PostgreSQL expects the words to match, and for the
 // first letters of a word it counts the words it keeps statistics of that begin with them. It kept the
 // 1,000 most common words of the messages' text (ten times the default statistics target of 100): in a
-// tenant of ten million messages whose words are spread over a few thousand, the first letters of eleven
-// of them matched 40,000 messages where it expected 2,000, and it read all 40,000 instead of combining
-// the full-text index with the index by time (170 ms against 47). With a target of 1,000 it keeps the
+// large tenant whose words are spread over a few thousand, the first letters of a handful of them matched
+// many times the messages it expected, and it read them all instead of combining the full-text index with
+// the index by time (docs/benchmarks.md, bench:reports). With a target of 1,000 it keeps the
 // 10,000 most common words of the sample; ANALYZE of the messages samples 300,000 rows instead of 30,000.
 // Contacts' words (names, e-mail addresses) get the same. Both are analyzed here: autovacuum would not
 // analyze a large table again before a tenth of its rows changed, and until then nothing changes.

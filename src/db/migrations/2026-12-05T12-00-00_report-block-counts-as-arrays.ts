@@ -2,9 +2,9 @@
 import { type Kysely, sql } from 'kysely';
 
 // A block of days' cached grid counts (migration 2026-12-03T09-00-00) were a row per kind, business and
-// grid value: a block of a large tenant holds about 6,500, and the first read of a 30-day summary, which
+// grid value: a block of a large tenant holds thousands, and the first read of a 30-day summary, which
 // caches its two or three blocks, spent most of its time inserting those rows and their index entries
-// (about 110 of 155 ms, issue 44: a summary under 200 ms p99). A block's counts are only ever read whole, so
+// (issue 44: a summary under 200 ms p99). A block's counts are only ever read whole, so
 // they are now a row per kind and business: the block's grid values in order and their counts, as two
 // arrays of the same length. Caching a block writes a few rows; reading one unnests them. What was cached
 // goes (it is a cache: the next read fills it again); TRUNCATE, as row-level security does not apply to it.
