@@ -44,10 +44,11 @@ const quantile = (xs: number[], q: number) => {
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 // The triggers the facts and their rollups live by (migrations 2026-11-30T09-00-00, -09-30-00, -10-00-00,
-// 2026-12-01T09-00-00).
+// 2026-12-01T09-00-00, 2026-12-06T09-00-00).
 const FACT_TRIGGERS: [string, string][] = [
   ['conversations', 'conversation_facts_start'],
   ['messages', 'conversation_facts_visitor'],
+  ['messages', 'conversation_facts_reply'],
   ['conversations', 'conversation_facts_assigned'],
   ['surveys', 'report_facts_csat'],
   ['report_facts', 'report_facts_rollup'],

@@ -473,7 +473,6 @@ export const samples: Record<string, Record<string, unknown>> = {
     },
   }),
   'reports/facts.repository.ts': of<typeof facts>({
-    recordReply: [{ tenantId: 'tn', conversationId: 'conv', agentId: 'usr', at: NOW }],
     recordClose: [{ tenantId: 'tn', conversationId: 'conv', at: NOW, survey: true }],
     recordReopen: [{ tenantId: 'tn', conversationId: 'conv', at: NOW }],
     lockFactsContext: ['conv'],

@@ -59,7 +59,11 @@ returning
   "attachments",
   "created_at",
   "sender_name",
-  "sender_avatar_url";
+  "sender_avatar_url",
+  coalesce(
+    current_setting('app.reply_facts_due', true) = messages.id,
+    false
+  ) as "reply_facts_due";
 
 -- message.insertMessage (a system message)
 insert into
@@ -91,7 +95,11 @@ returning
   "attachments",
   "created_at",
   "sender_name",
-  "sender_avatar_url";
+  "sender_avatar_url",
+  coalesce(
+    current_setting('app.reply_facts_due', true) = messages.id,
+    false
+  ) as "reply_facts_due";
 
 -- message.listMessages (newest page) [1/2]
 select

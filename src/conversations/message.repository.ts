@@ -45,7 +45,16 @@ const messageValues = (p: MessageParams) => ({
   sender_avatar_url: p.sender_avatar_url,
 });
 
-const insertMessageStatement = prepared((db, p: MessageParams) => db.insertInto('messages').values(messageValues(p)).returning(MESSAGE_COLUMNS));
+/**
+ * Whether a member's reply leaves its report facts to the app: business hours apply, which the app counts
+ * (src/reports/facts.ts). The facts' trigger on the insert says so through a setting of the transaction,
+ * named by the message's id (migration 2026-12-06T09-00-00); false for every other message.
+ */
+const replyFactsDue = sql<boolean>`coalesce(current_setting('app.reply_facts_due', true) = messages.id, false)`.as('reply_facts_due');
+
+const insertMessageStatement = prepared((db, p: MessageParams) =>
+  db.insertInto('messages').values(messageValues(p)).returning(MESSAGE_COLUMNS).returning(replyFactsDue),
+);
 
 /**
  * A message others will see as unread counts for its sender too, since their read mark, so that their own
@@ -65,7 +74,8 @@ const insertCountedMessageStatement = prepared((db, p: MessageParams) =>
     )
     .insertInto('messages')
     .values(messageValues(p))
-    .returning(MESSAGE_COLUMNS),
+    .returning(MESSAGE_COLUMNS)
+    .returning(replyFactsDue),
 );
 
 /** Inserts a message; `countForSender`: its sender's own count goes up with it (a message others see as unread; it has a sender). */

@@ -7,12 +7,14 @@ import type { ReportFactKind, StoredHours } from '../db/schema.ts';
 // report_facts also puts the fact in report_facts_pending (a trigger), until it is folded into its rollups.
 //
 // What a fact costs a send or a close is mostly its statements (issue 44: at most 10% of their
-// throughput); the three below run by name (src/db/prepared.ts), planned once per connection instead of
-// at every reply and close, planning being a large share of their server time. A visitor's message needs
-// none (a trigger on messages marks the wait). A member's reply, a close and a reopen are one statement each: it locks the conversation's facts state, reads what the facts
-// need, writes them and the new state. Durations within business hours are counted by the app
-// (src/reports/business-time.ts), so where hours apply the statement writes nothing and answers the state
-// it locked; the app then writes the facts and the state in one more statement (writeFacts).
+// throughput); the two below run by name (src/db/prepared.ts), planned once per connection instead of at
+// every close and reopen, planning being a large share of their server time. A message needs none: the
+// facts' triggers on its insert mark a visitor's wait and write a member's reply's facts (migrations
+// 2026-12-01T09-00-00, 2026-12-06T09-00-00). A close and a reopen are one statement each: it locks the
+// conversation's facts state, reads what the facts need, writes them and the new state. Durations within
+// business hours are counted by the app (src/reports/business-time.ts), so where hours apply the statement
+// (or the reply's trigger) writes nothing and answers the state it locked; the app then writes the facts
+// and the state in one more statement (writeFacts).
 
 export interface NewFact {
   tenant_id: string;
@@ -74,51 +76,6 @@ const secondsBetween = (since: string, at: string) =>
   sql.raw(`case when ${since} is null then null else greatest(0, extract(epoch from ${at}) - extract(epoch from ${since}))::float8 end`);
 
 const FACT_COLUMNS = sql.raw('tenant_id, conversation_id, kind, at, department_id, agent_id, seconds');
-
-/**
- * A member's reply (not a note): the queue's wait when its assignment is not counted yet, the first
- * response, the response to the visitor's oldest unanswered message, and the state after them. Nothing
- * when there is nothing to count. Answers the state it found when there was something to count and
- * business hours apply: the app writes those (writeFacts).
- */
-const recordReplyStatement = prepared((db, r: { tenantId: string; conversationId: string; agentId: string | null; at: Date }) => ({
-  compile: () =>
-    sql<FactsContext>`
-    with o as (${lockedContext(r.conversationId)}),
-    todo as (
-      select conversation_id, created_at, opened_at, queued_since, first_assigned_at, queue_wait_recorded, awaiting_since, first_visitor_at,
-        first_response_at, department_id, assigned_user_id, hours, wait, first_response
-      from o where wait or first_response or awaiting_since is not null
-    ),
-    facts as (
-      insert into report_facts (${FACT_COLUMNS})
-      select ${r.tenantId}, todo.conversation_id, x.kind, x.at, todo.department_id, x.agent_id, ${secondsBetween('x.since', 'x.at')}
-      from todo cross join lateral (values
-        (1, 'queue_wait', todo.first_assigned_at, todo.assigned_user_id, todo.queued_since, todo.wait),
-        (2, 'first_response', ${r.at}::timestamptz, ${r.agentId}::text, todo.first_visitor_at, todo.first_response),
-        (3, 'response', ${r.at}::timestamptz, ${r.agentId}::text, todo.awaiting_since, todo.awaiting_since is not null)
-      ) as x (ord, kind, at, agent_id, since, wanted)
-      where todo.hours is null and x.wanted
-      order by x.ord
-    ),
-    state as (
-      update conversation_facts f
-      set awaiting_since = null,
-        first_response_at = case when todo.first_response then ${r.at}::timestamptz else f.first_response_at end,
-        queue_wait_recorded = f.queue_wait_recorded or todo.wait
-      from todo
-      where f.conversation_id = todo.conversation_id and todo.hours is null
-    )
-    select created_at, opened_at, queued_since, first_assigned_at, queue_wait_recorded, awaiting_since, first_visitor_at,
-      first_response_at, department_id, assigned_user_id, hours
-    from todo where hours is not null
-  `.compile(db),
-}));
-
-export async function recordReply(trx: Tx, r: { tenantId: string; conversationId: string; agentId: string | null; at: Date }): Promise<FactsContext | undefined> {
-  const { rows } = await recordReplyStatement(trx, r);
-  return rows[0];
-}
 
 /**
  * A close: the resolution (from the open), the survey sent with it, the queue's wait when not counted

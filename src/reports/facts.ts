@@ -1,10 +1,11 @@
 import type { Tx } from '../db/database.ts';
-import type { MessageSenderType, MessageType } from '../db/schema.ts';
 import { openSecondsBetween } from './business-time.ts';
 import * as repo from './facts.repository.ts';
 
 // The write side of reports (DESIGN 18): each hook runs in the transaction of the change it describes,
 // called by one line from where that change is made, so a fact exists exactly when its change committed.
+// A message's facts are written by triggers on its insert, in its own statement (a send is mostly round
+// trips); a reply's only come here where business hours apply.
 //
 // What is measured (durations in seconds; each also within business hours when the conversation's
 // department, or the tenant, has hours):
@@ -41,21 +42,17 @@ function queueWait(ctx: Context, conversation: { id: string; tenant_id: string }
 }
 
 /**
- * A message was added (src/conversations appendMessage). A visitor's visible text marks the wait in the
- * message's own statement (a trigger, migration 2026-12-01T09-00-00); a member's reply is one statement
- * (two where business hours apply).
+ * A member's reply (a visible text) where business hours apply, the facts' trigger on the message's insert
+ * having found something to count (migration 2026-12-06T09-00-00, which writes them itself where no hours
+ * apply, and marks the visitor's wait for a visitor's message): the state the trigger locked, and the
+ * facts and the new state in one more statement.
  */
-export async function factsOnMessage(
-  trx: Tx,
-  conversation: { id: string; tenant_id: string },
-  message: { sender_type: MessageSenderType; sender_id: string | null; type: MessageType; internal?: boolean },
-  now: Date,
-): Promise<void> {
-  if (!hooksOn || message.internal || message.type !== 'text' || message.sender_type !== 'user') return;
-  const ctx = await repo.recordReply(trx, { tenantId: conversation.tenant_id, conversationId: conversation.id, agentId: message.sender_id, at: now });
+export async function factsOnReplyWithHours(trx: Tx, conversation: { id: string; tenant_id: string }, agentId: string | null, now: Date): Promise<void> {
+  if (!hooksOn) return;
+  const ctx = await repo.lockFactsContext(trx, conversation.id);
   if (!ctx) return;
   const facts: repo.NewFact[] = [];
-  const base = { tenant_id: conversation.tenant_id, conversation_id: conversation.id, at: now, department_id: ctx.department_id, agent_id: message.sender_id };
+  const base = { tenant_id: conversation.tenant_id, conversation_id: conversation.id, at: now, department_id: ctx.department_id, agent_id: agentId };
   const wait = queueWait(ctx, conversation);
   if (wait) facts.push(wait);
   const firstResponse = !ctx.first_response_at && ctx.first_visitor_at !== null;
