@@ -7,8 +7,10 @@
 // service but loads the stripper at every start for its own first file.
 import { enableCompileCache } from 'node:module';
 import process from 'node:process';
+import { useDependencyBundles } from './dependency-bundles.js';
 
 const cache = enableCompileCache();
+useDependencyBundles();
 // Threads (the embedded database's, the password pool's) then have it on from their first module too.
 if (cache.directory) process.env.NODE_COMPILE_CACHE ??= cache.directory;
 if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) {

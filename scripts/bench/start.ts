@@ -75,13 +75,15 @@ const PGLITE_REOPEN = `
   process.stdout.write('answered\\n');
   await db.close();
 `;
-// As src/server.ts loads them: with Node's compile cache on.
+// As src/main.js loads them: with Node's compile cache on and the dependency bundles (src/dependency-bundles.js).
 const MODULES = `
   (await import('node:module')).enableCompileCache();
+  (await import('./src/dependency-bundles.js')).useDependencyBundles();
   await import('./src/service.ts');
 `;
 const BUILD = `
   (await import('node:module')).enableCompileCache();
+  (await import('./src/dependency-bundles.js')).useDependencyBundles();
   const { buildApp } = await import('./src/app.ts');
   const pino = (await import('pino')).default;
   buildApp({ config: { validateResponses: true, appUrl: 'http://x', rateLimits: { perMinute: 1, login: 1, forgotPassword: 1, widgetSessions: 1, widgetConversations: 1, widgetMessages: 1, widgetUploads: 1 }, trustProxy: false, requireHttps: false },
