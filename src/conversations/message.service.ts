@@ -97,9 +97,7 @@ export async function appendMessage(
   // A visitor's message ends a snooze (src/snooze/).
   if (message.sender_type === 'visitor') await endSnooze(trx, emit, conversation.id, 'reply', now);
   await emit('message.created', { conversation_id: conversation.id, message: dto }, { conversationId: conversation.id, internal });
-  // Reports' facts (src/reports/facts.ts): the insert's trigger wrote a reply's, unless business hours
-  // apply. Last: a reply's rollups' rows are the tenant's for the day, shared by every reply, and stay
-  // locked to the commit.
+  // Reports' facts (src/reports/facts.ts): the insert's trigger wrote a reply's, unless business hours apply.
   if (row.reply_facts_due) await factsOnReplyWithHours(trx, conversation, message.sender_id, now);
   return dto;
 }
