@@ -7,7 +7,7 @@ COPY package.json package-lock.json ./
 # Runtime dependencies only; no dependency of ours needs an install script at run time.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-# The dependency bundles (src/dependency-bundles.js: kysely as one module, a faster start) are built with
+# The dependency bundles (src/dependency-bundles.js: kysely and others as one module each, a faster start) are built with
 # rolldown, a dev tool: in a stage of their own, which only they leave.
 FROM node:26-bookworm-slim AS bundles
 WORKDIR /app

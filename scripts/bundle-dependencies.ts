@@ -1,4 +1,5 @@
-// Builds the dependency bundles src/dependency-bundles.js loads (each package as one ES module), with
+// Builds the dependency bundles src/dependency-bundles.js loads (each package, with its dependencies, as one
+// ES module; Node's built-in modules stay imports), with
 // rolldown (Vite's bundler, installed with the dev tools). Run by postinstall; never fails the install (a
 // start without them loads the packages as installed, only more slowly).
 import { readFile, rename, rm, stat } from 'node:fs/promises';
@@ -20,7 +21,7 @@ try {
     const started = Date.now();
     // The package's own entry for `import`, as Node resolves it from the project.
     const input = fileURLToPath(import.meta.resolve(name));
-    await build({ input, logLevel: 'warn', output: { file: building, format: 'esm' } });
+    await build({ input, platform: 'node', logLevel: 'warn', output: { file: building, format: 'esm' } });
     await rename(building, target).catch(async (err: unknown) => {
       await rm(building, { force: true });
       throw err;

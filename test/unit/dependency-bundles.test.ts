@@ -6,9 +6,9 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 
-// src/dependency-bundles.js: kysely from its bundle (scripts/bundle-dependencies.ts) in the service's
-// process, only where a bundle for the installed version exists, and the service's database code working
-// through it. Each case runs in a process of its own: the hook is the process's for good.
+// src/dependency-bundles.js: kysely (and the others) from their bundles (scripts/bundle-dependencies.ts)
+// in the service's process, only where a bundle for the installed version exists, and the service's code
+// working through them: its database, its tokens, its ids. Each case runs in a process of its own: the hook is the process's for good.
 const ROOT = new URL('../../', import.meta.url);
 const run = promisify(execFile);
 const kyselyVersion = (JSON.parse(readFileSync(new URL('node_modules/kysely/package.json', ROOT), 'utf8')) as { version: string }).version;
@@ -45,12 +45,20 @@ describe('dependency bundles', () => {
     expect(answer.resolved).to.match(/\/node_modules\/kysely\/dist\/esm\/index\.js$/);
   });
 
-  it('the bundle scripts/bundle-dependencies.ts builds runs the service database code: every migration, then a query', async function () {
+  it('the bundles scripts/bundle-dependencies.ts builds run the service code: every migration and a query, a token signed and verified, an id', async function () {
     this.timeout(120_000);
     await run(process.execPath, ['scripts/bundle-dependencies.ts'], { cwd: ROOT, timeout: 60_000 });
     const answer = await inProcess(`
       const { useDependencyBundles } = await import('./src/dependency-bundles.js');
       const used = useDependencyBundles();
+      const { TokenService } = await import('./src/auth/tokens.ts');
+      const { newId } = await import('./src/shared/ids.ts');
+      const tokens = new TokenService('a secret of the test, long enough');
+      const claims = { visitorId: newId('visitor'), tenantId: newId('tenant'), widgetId: newId('widget') };
+      const visitor = tokens.verifyVisitorToken(tokens.signVisitorToken(claims)).visitorId === claims.visitorId ? 'verified' : 'other';
+      let forged = 'accepted';
+      try { new TokenService('another secret').verifyVisitorToken(tokens.signVisitorToken(claims)); } catch { forged = 'refused'; }
+      const id = newId('message');
       const { openDatabase } = await import('./src/db/database.ts');
       const { migrateToLatest } = await import('./src/db/migrate.ts');
       const { sql } = await import('kysely');
@@ -59,9 +67,20 @@ describe('dependency bundles', () => {
       const applied = await migrateToLatest(database.db);
       const { rows } = await sql\`select count(*)::int as n from kysely_migration\`.execute(database.db);
       await database.close();
-      console.log(JSON.stringify({ used, resolved: import.meta.resolve('kysely'), applied: applied.length, recorded: rows[0].n }));`);
-    const { used, resolved, applied, recorded } = JSON.parse(answer.split('\n').at(-1)!) as { used: string[]; resolved: string; applied: number; recorded: number };
-    expect(used).to.deep.equal(['kysely']);
+      console.log(JSON.stringify({ used, resolved: import.meta.resolve('kysely'), applied: applied.length, recorded: rows[0].n, visitor, forged, id }));`);
+    const { used, resolved, applied, recorded, visitor, forged, id } = JSON.parse(answer.split('\n').at(-1)!) as {
+      used: string[];
+      resolved: string;
+      applied: number;
+      recorded: number;
+      visitor: string;
+      forged: string;
+      id: string;
+    };
+    expect(used).to.deep.equal(['kysely', 'jsonwebtoken', 'uuid']);
+    expect(visitor).to.equal('verified');
+    expect(forged).to.equal('refused');
+    expect(id).to.match(/^msg_/);
     expect(resolved).to.match(new RegExp(`/node_modules/\\.cache/customer-chat/bundles/kysely@${kyselyVersion.replace(/\./g, '\\.')}\\.mjs$`));
     expect(applied).to.be.greaterThan(30);
     expect(recorded).to.equal(applied);
