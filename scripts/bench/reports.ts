@@ -6,7 +6,8 @@
 //   an order number, p99 (< 300 ms); the same summary through the facts (another time zone) for scale;
 // - what writing the facts costs a message send (a visitor's message and a member's reply) and a close
 //   (close, then reopen), facts on and off in turns in the same run (<= 10%). Off: the hooks of
-//   src/reports/facts.ts and the facts' triggers are turned off.
+//   src/reports/facts.ts and the facts' triggers are turned off. These figures also go to
+//   results/reports-writes.json, where `-- --writes` (the reads left out) records them alone.
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { sql } from 'kysely';
@@ -30,6 +31,8 @@ const SEED_SECONDS = Number(process.env.BENCH_SEED_SECONDS ?? 600);
 const BATCH = Number(process.env.BENCH_BATCH ?? 25_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const PHASE_MS = Number(process.env.BENCH_PHASE_MS ?? 6_000);
+// Only what the facts cost (results/reports-writes.json): five runs of it take minutes, not the reads' half hour.
+const WRITES_ONLY = process.argv.includes('--writes');
 // Facts on and off in turns, balanced (each setting as often first as second), in short phases: the load
 // of whatever else runs on the machine changes over tens of seconds, by more than the facts cost, and many
 // short phases share that drift out between both settings more evenly than a few long ones.
@@ -269,7 +272,7 @@ async function main() {
     }
     return { p50_ms: round(quantile(ms, 0.5)), p99_ms: round(quantile(ms, 0.99)) };
   };
-  const reads = {
+  const reads: Record<string, { p50_ms: number; p99_ms: number }> = WRITES_ONLY ? {} : {
     summary_30d_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`),
     series_30d_daily_first_read: await uncached(Math.max(10, QUERIES / 10), `/reports/series?${range}&group_by=day`),
     summary_30d_next_day: await uncached(Math.max(10, QUERIES / 10), `/reports/summary?${range}`, 'yesterday'),
@@ -286,7 +289,7 @@ async function main() {
     // A contact by the start of their e-mail address.
     search_contact: await timed(Math.max(10, QUERIES / 10), (i) => `/search/conversations?q=customer${(i * 7919) % seeded}`),
   };
-  console.table(reads);
+  if (!WRITES_ONLY) console.table(reads);
 
   // ---- what facts cost: sends and closes, facts on and off in turns -----------------------------------
   const SENDERS = 6;
@@ -353,6 +356,11 @@ async function main() {
       setFactHooksForBenchmark(facts === 'on');
       await factTriggers(db, facts === 'on');
       for (const what of ['send', 'close'] as const) {
+        // What autovacuum would do, untimed (since 2026-11-29): the phases update the same few conversations
+        // thousands of times, and without it (this machine's cluster runs without autovacuum) each phase
+        // walked more dead versions than the one before: the CPU per send rose through a run by a fifth,
+        // more than the facts cost.
+        await sql`vacuum conversations, conversation_facts, read_marks, report_facts_pending`.execute(db.db);
         const { rate, done, cpu } = await phase(what);
         rates[facts][what].push(rate);
         work[facts][what].done += done;
@@ -397,6 +405,16 @@ async function main() {
     ...Object.fromEntries(Object.entries(reads).flatMap(([k, v]) => [[`${k}.p50_ms`, v.p50_ms], [`${k}.p99_ms`, v.p99_ms]])),
     ...Object.fromEntries(Object.entries(writes).map(([k, v]) => [`writes.${k}`, v])),
   };
+  const writeFigures = Object.fromEntries(Object.entries(figures).filter(([k]) => k.startsWith('writes.') || k.startsWith('scale.')));
+  writeResults('reports-writes', writeFigures, {
+    note: `what writing the facts costs sends and closes, on a tenant of ${seeded} conversations and ${size.messages} messages (scale.*); ${WRITES_ONLY ? 'alone (--writes)' : 'after the reads of a full run'}; ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up, each timed until the facts it wrote are folded, facts on and off in turns (${TURNS.join(', ')}), the updated tables vacuumed before each phase, untimed; *_cpu_cost_of_facts: CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost; *_cost_of_facts: from the rates`,
+  });
+  if (WRITES_ONLY) {
+    server.close();
+    await passwords.close();
+    await db.close();
+    return;
+  }
   writeResults('reports', figures, {
     note: `seeded ${process.env.BENCH_REUSE ? 'by an earlier run' : `for at most ${SEED_SECONDS} s`} (newest first: the last 30 days at the density of 1,000,000 over a year once 82,000 are in): ${seeded} conversations and ${size.messages} messages of the goal's 1,000,000 and 10,000,000 (scale.* says how far it got); reads sequential, ${QUERIES} per figure after 5 unmeasured, past days through their caches (since 2026-11-29: *_warm, filled by the reads before; *_first_read: each read after the caches are emptied; *_next_day: after yesterday's are; before, summary_30d and series_30d_daily read every day's grid); writes: ${SENDERS} senders (a visitor's message, then a member's reply) and ${CLOSERS} closers (close, then reopen), ${PHASE_MS / 1000} s phases after an unmeasured warm-up (since 2026-11-28), each timed until the facts it wrote are folded into their rollups (since their folding left the writing transaction), facts on and off in turns (${TURNS.join(', ')}; since 2026-11-29, before: six phases of 12 s); *_cpu_cost_of_facts: the cost of facts as CPU per operation (this process and PostgreSQL's backends) facts on to off, as throughput lost (since 2026-11-29); *_cost_of_facts: from the rates`,
   });
