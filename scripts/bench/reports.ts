@@ -358,8 +358,8 @@ async function main() {
       for (const what of ['send', 'close'] as const) {
         // What autovacuum would do, untimed (since 2026-11-29): the phases update the same few conversations
         // thousands of times, and without it (this machine's cluster runs without autovacuum) each phase
-        // walked more dead versions than the one before: the CPU per send rose through a run by a fifth,
-        // more than the facts cost.
+        // walked more dead versions than the one before, and the CPU per send rose through a run by more
+        // than the facts cost (the runs' per-phase lines show it).
         await sql`vacuum conversations, conversation_facts, read_marks, report_facts_pending`.execute(db.db);
         const { rate, done, cpu } = await phase(what);
         rates[facts][what].push(rate);
